@@ -1,0 +1,150 @@
+#include "blocks.h"
+
+#include <limits>
+
+namespace fusedconv::blocks {
+
+using namespace Halide;
+
+// strict_float: without it Halide compiles floats with LLVM's no-NaN
+// fast-math flags, which may fold the NaN tests away.
+Expr nan_min(Expr a, Expr b) {
+    return strict_float(select(is_nan(a), a, select(is_nan(b), b, min(a, b))));
+}
+
+Expr nan_max(Expr a, Expr b) {
+    return strict_float(select(is_nan(a), a, select(is_nan(b), b, max(a, b))));
+}
+
+Expr torch_clamp(Expr v, Expr lo, Expr hi) {
+    return nan_min(nan_max(v, lo), hi);
+}
+
+Conv conv2d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr cin, Expr cout,
+            const std::string &name) {
+    V v;
+    RDom r(0, kw, 0, kh, 0, cin, name + "_r");
+    Func f(name);
+    Expr co = clamp(v.c, 0, cout - 1);
+    f(v.x, v.y, v.c, v.n) = bias(co);
+    f(v.x, v.y, v.c, v.n) += weight(r.x, r.y, r.z, co) * input(v.x + r.x, v.y + r.y, r.z, v.n);
+    return {f, r};
+}
+
+Conv conv3d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr kd,
+            Expr cin, Expr cout, const std::string &name) {
+    V v;
+    RDom r(0, kw, 0, kh, 0, kd, 0, cin, name + "_r");
+    Func f(name);
+    Expr co = clamp(v.c, 0, cout - 1);
+    f(v.x, v.y, v.z, v.c, v.n) = bias(co);
+    f(v.x, v.y, v.z, v.c, v.n) +=
+        weight(r.x, r.y, r.z, r.w, co) * input(v.x + r.x, v.y + r.y, v.z + r.z, r.w, v.n);
+    return {f, r};
+}
+
+MinReduce min_over_depth(Func f5, Expr depth, const std::string &name) {
+    V v;
+    RDom r(0, depth, name + "_r");
+    Func f(name);
+    f(v.x, v.y, v.c, v.n) = std::numeric_limits<float>::infinity();
+    f(v.x, v.y, v.c, v.n) = nan_min(f(v.x, v.y, v.c, v.n), f5(v.x, v.y, r, v.c, v.n));
+    return {f, r};
+}
+
+MinReduce min_over_channels(Func f4, Expr channels, const std::string &name) {
+    V v;
+    RDom r(0, channels, name + "_r");
+    Func f(name);
+    f(v.x, v.y, v.n) = std::numeric_limits<float>::infinity();
+    f(v.x, v.y, v.n) = nan_min(f(v.x, v.y, v.n), f4(v.x, v.y, r, v.n));
+    return {f, r};
+}
+
+Softmax softmax_over_channels(Func f4, Expr channels, const std::string &name) {
+    V v;
+    Softmax s;
+    s.r_max = RDom(0, channels, name + "_rmax");
+    s.r_sum = RDom(0, channels, name + "_rsum");
+    s.max_c = Func(name + "_max");
+    s.exp_c = Func(name + "_exp");
+    s.sum_c = Func(name + "_sum");
+    s.out = Func(name);
+    s.max_c(v.x, v.y, v.n) = -std::numeric_limits<float>::infinity();
+    s.max_c(v.x, v.y, v.n) = nan_max(s.max_c(v.x, v.y, v.n), f4(v.x, v.y, s.r_max, v.n));
+    s.exp_c(v.x, v.y, v.c, v.n) = exp(f4(v.x, v.y, v.c, v.n) - s.max_c(v.x, v.y, v.n));
+    s.sum_c(v.x, v.y, v.n) = 0.0f;
+    s.sum_c(v.x, v.y, v.n) += s.exp_c(v.x, v.y, s.r_sum, v.n);
+    s.out(v.x, v.y, v.c, v.n) = s.exp_c(v.x, v.y, v.c, v.n) / s.sum_c(v.x, v.y, v.n);
+    return s;
+}
+
+GroupNormStats groupnorm_stats(Func f5, Expr width, Expr height, Expr depth,
+                               Expr channels_per_group, Expr eps, const std::string &name) {
+    V v;
+    GroupNormStats s;
+    s.r_row = RDom(0, width, name + "_rrow");
+    s.r_mean = RDom(0, height, 0, depth, 0, channels_per_group, name + "_rmean");
+    s.r_m2 = RDom(0, height, 0, depth, 0, channels_per_group, name + "_rm2");
+    s.rows = Func(name + "_rows");
+    s.mean = Func(name + "_mean");
+    s.m2 = Func(name + "_m2");
+    s.groups = Func(name + "_groups");
+
+    // Welford: after k values, mean_k = mean + (v - mean) / k and
+    // m2_k = m2 + (v - mean) * (v - mean_k).
+    s.rows(v.y, v.z, v.c, v.n) = {0.0f, 0.0f};
+    Expr val = f5(s.r_row, v.y, v.z, v.c, v.n);
+    Expr old_mean = s.rows(v.y, v.z, v.c, v.n)[0];
+    Expr new_mean = old_mean + (val - old_mean) / cast<float>(s.r_row + 1);
+    s.rows(v.y, v.z, v.c, v.n) = {new_mean,
+                                  s.rows(v.y, v.z, v.c, v.n)[1] + (val - old_mean) * (val - new_mean)};
+
+    Expr rows_per_group = cast<float>(height * depth * channels_per_group);
+    const RDom &rm = s.r_mean;
+    s.mean(v.g, v.n) = 0.0f;
+    s.mean(v.g, v.n) += s.rows(rm.x, rm.y, v.g * channels_per_group + rm.z, v.n)[0];
+    s.mean(v.g, v.n) = s.mean(v.g, v.n) / rows_per_group;
+
+    const RDom &r2 = s.r_m2;
+    Expr c2 = v.g * channels_per_group + r2.z;
+    Expr dev = s.rows(r2.x, r2.y, c2, v.n)[0] - s.mean(v.g, v.n);
+    s.m2(v.g, v.n) = 0.0f;
+    s.m2(v.g, v.n) += s.rows(r2.x, r2.y, c2, v.n)[1] + cast<float>(width) * dev * dev;
+    Expr count = cast<float>(width) * rows_per_group;
+    s.groups(v.g, v.n) = {s.mean(v.g, v.n), 1.0f / sqrt(s.m2(v.g, v.n) / count + eps)};
+    return s;
+}
+
+Expr groupnorm_apply(Func f5, const GroupNormStats &s, Func gamma, Func beta,
+                     Expr channels_per_group, Expr x, Expr y, Expr z, Expr c, Expr n) {
+    Expr g = c / channels_per_group;
+    return (f5(x, y, z, c, n) - s.groups(g, n)[0]) * s.groups(g, n)[1] * gamma(c) + beta(c);
+}
+
+namespace {
+Expr u32(uint32_t value) { return Internal::make_const(UInt(32), value); }
+}  // namespace
+
+Expr hash32(Expr v) {
+    v = cast<uint32_t>(v);
+    v = v ^ (v >> 16);
+    v = v * u32(0x7feb352du);
+    v = v ^ (v >> 15);
+    v = v * u32(0x846ca68bu);
+    v = v ^ (v >> 16);
+    return v;
+}
+
+Expr uniform01(Expr seed, Expr index) {
+    Expr h = hash32(cast<uint32_t>(index) + hash32(cast<uint32_t>(seed) ^ u32(0x9e3779b9u)));
+    return cast<float>(h >> 8) * (1.0f / 16777216.0f);
+}
+
+Expr dropout(Expr v, Expr index, Expr seed, Expr p, Expr training) {
+    Expr keep = uniform01(seed, index) >= p;
+    // Survivors are exactly v / (1 - p); dropped ones are v * 0 (NaN stays NaN).
+    return select(training, select(keep, v / (1.0f - p), v * 0.0f), v);
+}
+
+}  // namespace fusedconv::blocks

@@ -1,0 +1,105 @@
+// Shared algorithm building blocks: what is computed, never how.
+//
+// Layout convention (Halide order, innermost first, PyTorch order reversed):
+//   2D activations  f(x, y, c, n)         = PyTorch (N, C, H, W)
+//   3D activations  f(x, y, z, c, n)      = PyTorch (N, C, D, H, W)
+//   2D weights      w(kx, ky, ci, co)     = PyTorch (Cout, Cin, kH, kW)
+//   3D weights      w(kx, ky, kz, ci, co) = PyTorch (Cout, Cin, kD, kH, kW)
+//
+// The Funcs returned here carry no schedule: schedules/ decides where each is
+// computed. Pure Vars use the names in `V` so schedules can refer to them.
+#pragma once
+
+#include "Halide.h"
+
+#include <string>
+
+namespace fusedconv::blocks {
+
+using Halide::Expr;
+using Halide::Func;
+using Halide::RDom;
+using Halide::Var;
+
+// The pure variable names every block uses.
+struct V {
+    Var x{"x"}, y{"y"}, z{"z"}, c{"c"}, n{"n"}, g{"g"};
+};
+
+// PyTorch's min/max/clamp propagate NaN; Halide's min/max (and the PTX and
+// x86 instructions behind them) may return the non-NaN operand.
+Expr nan_min(Expr a, Expr b);
+Expr nan_max(Expr a, Expr b);
+
+// torch.clamp(v, lo, hi) = min(max(v, lo), hi): when lo > hi every value
+// becomes hi; NaN in v, lo or hi propagates.
+Expr torch_clamp(Expr v, Expr lo, Expr hi);
+
+// A 2D or 3D convolution with bias: stride 1, no padding, any kernel size.
+struct Conv {
+    Func f;   // f(x, y, c, n) or f(x, y, z, c, n); the update sums over r
+    RDom r;   // (kx, ky, ci) or (kx, ky, kz, ci)
+};
+// kw, kh, (kd), cin, cout: extents of the weight buffer. The output channel
+// index into weight and bias is clamped to [0, cout): a schedule may then
+// compute whole blocks of channels past the last one (never consumed)
+// without reading outside the buffers.
+Conv conv2d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr cin, Expr cout,
+            const std::string &name = "conv");
+Conv conv3d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr kd,
+            Expr cin, Expr cout, const std::string &name = "conv");
+
+// Minimum over one dimension of a reduction domain, NaN-propagating.
+struct MinReduce {
+    Func f;
+    RDom r;
+};
+// 3D activation -> 2D activation: min over z in [0, depth).
+MinReduce min_over_depth(Func f5, Expr depth, const std::string &name = "min_depth");
+// 2D activation -> f(x, y, n): min over c in [0, channels).
+MinReduce min_over_channels(Func f4, Expr channels, const std::string &name = "min_channels");
+
+// Softmax over the channel dimension of a 2D activation f(x, y, c, n):
+// out = exp(f - max_c f) / sum_c exp(f - max_c f).
+struct Softmax {
+    Func max_c;  // (x, y, n)
+    Func exp_c;  // (x, y, c, n)
+    Func sum_c;  // (x, y, n)
+    Func out;    // (x, y, c, n)
+    RDom r_max, r_sum;
+};
+Softmax softmax_over_channels(Func f4, Expr channels, const std::string &name = "softmax");
+
+// GroupNorm statistics of a 3D activation f(x, y, z, c, n), computed in a
+// numerically safe way: each row (fixed y, z, c, n) gets its mean and its sum
+// of squared deviations from that mean by Welford's one-pass update; rows
+// (all of the same width w) are combined with Chan's parallel formula
+//   mean = mean over rows of mean_row,
+//   M2   = sum over rows of [ m2_row + w * (mean_row - mean)^2 ],
+// so no E[x^2] - E[x]^2 cancellation happens in float32.
+struct GroupNormStats {
+    Func rows;      // (y, z, c, n) -> {row mean, row m2}
+    Func mean;      // (g, n)
+    Func m2;        // (g, n)
+    Func groups;    // (g, n) -> {mean, rstd = 1 / sqrt(m2 / count + eps)}
+    RDom r_row, r_mean, r_m2;
+};
+GroupNormStats groupnorm_stats(Func f5, Expr width, Expr height, Expr depth,
+                               Expr channels_per_group, Expr eps,
+                               const std::string &name = "gn");
+// y = (x - mean) * rstd * gamma[c] + beta[c] at one element.
+Expr groupnorm_apply(Func f5, const GroupNormStats &s, Func gamma, Func beta,
+                     Expr channels_per_group, Expr x, Expr y, Expr z, Expr c, Expr n);
+
+// A 32-bit integer hash (lowbias32 by Chris Wellons): the dropout mask is a
+// pure function of (seed, element index) through it.
+Expr hash32(Expr v);
+// Uniform in [0, 1) with 24 bits, from (seed, index): same for both arguments.
+Expr uniform01(Expr seed, Expr index);
+// PyTorch dropout at one element. In training mode the element is kept when
+// uniform01(seed, index) >= p and then scaled by 1/(1-p), else multiplied by 0
+// (so NaN stays NaN, as with PyTorch's input * mask * scale); in eval mode it
+// is the identity.
+Expr dropout(Expr v, Expr index, Expr seed, Expr p, Expr training);
+
+}  // namespace fusedconv::blocks

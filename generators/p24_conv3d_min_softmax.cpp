@@ -1,0 +1,33 @@
+// p24: Conv3d -> min over depth -> softmax over channels.
+#include "pipelines.h"
+#include "p24_schedule.h"
+
+namespace fusedconv {
+
+class Conv3dMinSoftmax : public Halide::Generator<Conv3dMinSoftmax> {
+public:
+    Input<Buffer<float, 5>> input{"input"};    // (x, y, z, ci, n)
+    Input<Buffer<float, 5>> weight{"weight"};  // (kx, ky, kz, ci, co)
+    Input<Buffer<float, 1>> bias{"bias"};      // (co)
+    Output<Buffer<float, 4>> output{"output"}; // (x, y, co, n)
+
+    schedules::P24Params tunables;
+
+    void generate() {
+        p = build_p24(input, weight, bias, input.dim(2).extent(), weight.dim(0).extent(),
+                      weight.dim(1).extent(), weight.dim(2).extent(), weight.dim(3).extent(),
+                      weight.dim(4).extent());
+        blocks::V v;
+        output(v.x, v.y, v.c, v.n) = p.output(v.x, v.y, v.c, v.n);
+        p.output = output;
+    }
+
+    void schedule() { schedules::schedule_p24(p, tunables, get_target()); }
+
+private:
+    P24Pipeline p;
+};
+
+}  // namespace fusedconv
+
+HALIDE_REGISTER_GENERATOR(fusedconv::Conv3dMinSoftmax, p24_conv3d_min_softmax)

@@ -1,0 +1,32 @@
+// p25: Conv2d -> min over channels (keepdim) -> tanh -> tanh.
+#include "pipelines.h"
+#include "conv2d_min_schedule.h"
+
+namespace fusedconv {
+
+class Conv2dMinTanhTanh : public Halide::Generator<Conv2dMinTanhTanh> {
+public:
+    Input<Buffer<float, 4>> input{"input"};    // (x, y, ci, n)
+    Input<Buffer<float, 4>> weight{"weight"};  // (kx, ky, ci, co)
+    Input<Buffer<float, 1>> bias{"bias"};      // (co)
+    Output<Buffer<float, 4>> output{"output"}; // (x, y, 1, n)
+
+    schedules::Conv2dMinParams tunables;
+
+    void generate() {
+        p = build_p25(input, weight, bias, weight.dim(0).extent(), weight.dim(1).extent(),
+                      weight.dim(2).extent(), weight.dim(3).extent());
+        blocks::V v;
+        output(v.x, v.y, v.c, v.n) = p.output(v.x, v.y, v.c, v.n);
+        p.output = output;
+    }
+
+    void schedule() { schedules::schedule_conv2d_min(p, tunables, get_target()); }
+
+private:
+    Conv2dMinPipeline p;
+};
+
+}  // namespace fusedconv
+
+HALIDE_REGISTER_GENERATOR(fusedconv::Conv2dMinTanhTanh, p25_conv2d_min_tanh_tanh)

@@ -1,0 +1,33 @@
+// p32: Conv2d -> * scale_factor -> min over channels (keepdim).
+#include "pipelines.h"
+#include "conv2d_min_schedule.h"
+
+namespace fusedconv {
+
+class Conv2dScaleMin : public Halide::Generator<Conv2dScaleMin> {
+public:
+    Input<Buffer<float, 4>> input{"input"};    // (x, y, ci, n)
+    Input<Buffer<float, 4>> weight{"weight"};  // (kx, ky, ci, co)
+    Input<Buffer<float, 1>> bias{"bias"};      // (co)
+    Input<float> scale{"scale"};               // runtime scale_factor, may be negative
+    Output<Buffer<float, 4>> output{"output"}; // (x, y, 1, n)
+
+    schedules::Conv2dMinParams tunables;
+
+    void generate() {
+        p = build_p32(input, weight, bias, scale, weight.dim(0).extent(), weight.dim(1).extent(),
+                      weight.dim(2).extent(), weight.dim(3).extent());
+        blocks::V v;
+        output(v.x, v.y, v.c, v.n) = p.output(v.x, v.y, v.c, v.n);
+        p.output = output;
+    }
+
+    void schedule() { schedules::schedule_conv2d_min(p, tunables, get_target()); }
+
+private:
+    Conv2dMinPipeline p;
+};
+
+}  // namespace fusedconv
+
+HALIDE_REGISTER_GENERATOR(fusedconv::Conv2dScaleMin, p32_conv2d_scale_min)

@@ -1,0 +1,48 @@
+// p83: Conv3d -> GroupNorm -> min(., min_value) -> clamp(lo, hi) -> dropout.
+#include "pipelines.h"
+#include "p83_schedule.h"
+
+namespace fusedconv {
+
+class Conv3dGroupNormMinClampDropout
+    : public Halide::Generator<Conv3dGroupNormMinClampDropout> {
+public:
+    Input<Buffer<float, 5>> input{"input"};    // (x, y, z, ci, n)
+    Input<Buffer<float, 5>> weight{"weight"};  // (kx, ky, kz, ci, co)
+    Input<Buffer<float, 1>> bias{"bias"};      // (co)
+    Input<Buffer<float, 1>> gamma{"gamma"};    // GroupNorm weight (co)
+    Input<Buffer<float, 1>> beta{"beta"};      // GroupNorm bias (co)
+    Input<int32_t> groups{"groups", 1, 1, 1 << 30};
+    Input<float> eps{"eps"};
+    Input<float> min_value{"min_value"};       // torch.min(x, min_value)
+    Input<float> clamp_lo{"clamp_lo"};         // clamp bounds; PyTorch's model passes
+    Input<float> clamp_hi{"clamp_hi"};         // min_value and max_value here
+    Input<float> dropout_p{"dropout_p"};
+    Input<bool> training{"training"};
+    Input<uint32_t> seed{"seed"};
+    Output<Buffer<float, 5>> output{"output"}; // (x, y, z, co, n)
+
+    schedules::P83Params tunables;
+
+    void generate() {
+        Halide::Expr kw = weight.dim(0).extent(), kh = weight.dim(1).extent(),
+                     kd = weight.dim(2).extent();
+        P83Params prm{groups, eps, min_value, clamp_lo, clamp_hi, dropout_p, training, seed};
+        p = build_p83(input, weight, bias, gamma, beta, prm, input.dim(0).extent() - kw + 1,
+                      input.dim(1).extent() - kh + 1, input.dim(2).extent() - kd + 1, kw, kh, kd,
+                      weight.dim(3).extent(), weight.dim(4).extent());
+        blocks::V v;
+        output(v.x, v.y, v.z, v.c, v.n) = p.output(v.x, v.y, v.z, v.c, v.n);
+        p.output = output;
+    }
+
+    void schedule() { schedules::schedule_p83(p, tunables, get_target()); }
+
+private:
+    P83Pipeline p;
+};
+
+}  // namespace fusedconv
+
+HALIDE_REGISTER_GENERATOR(fusedconv::Conv3dGroupNormMinClampDropout,
+                          p83_conv3d_groupnorm_min_clamp_dropout)

@@ -1,0 +1,70 @@
+#include "pipelines.h"
+
+namespace fusedconv {
+
+using namespace Halide;
+using namespace blocks;
+
+P24Pipeline build_p24(Func input, Func weight, Func bias, Expr in_depth, Expr kw, Expr kh,
+                      Expr kd, Expr cin, Expr cout) {
+    V v;
+    P24Pipeline p;
+    p.kw = kw, p.kh = kh, p.kd = kd, p.cin = cin, p.cout = cout;
+    p.conv = conv3d(input, weight, bias, kw, kh, kd, cin, cout);
+    p.min_depth = min_over_depth(p.conv.f, in_depth - kd + 1);
+    p.softmax = softmax_over_channels(p.min_depth.f, cout);
+    p.output = Func("p24_out");
+    p.output(v.x, v.y, v.c, v.n) = p.softmax.out(v.x, v.y, v.c, v.n);
+    return p;
+}
+
+static Conv2dMinPipeline conv2d_min(Func input, Func weight, Func bias, Expr kw, Expr kh,
+                                    Expr cin, Expr cout) {
+    Conv2dMinPipeline p;
+    p.kw = kw, p.kh = kh, p.cin = cin, p.cout = cout;
+    p.conv = conv2d(input, weight, bias, kw, kh, cin, cout);
+    return p;
+}
+
+Conv2dMinPipeline build_p32(Func input, Func weight, Func bias, Expr scale, Expr kw, Expr kh,
+                            Expr cin, Expr cout) {
+    V v;
+    Conv2dMinPipeline p = conv2d_min(input, weight, bias, kw, kh, cin, cout);
+    Func scaled("scaled");
+    scaled(v.x, v.y, v.c, v.n) = p.conv.f(v.x, v.y, v.c, v.n) * scale;
+    p.min_channels = min_over_channels(scaled, cout);
+    p.output = Func("p32_out");
+    p.output(v.x, v.y, v.c, v.n) = p.min_channels.f(v.x, v.y, v.n);
+    return p;
+}
+
+Conv2dMinPipeline build_p25(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr cin,
+                            Expr cout) {
+    V v;
+    Conv2dMinPipeline p = conv2d_min(input, weight, bias, kw, kh, cin, cout);
+    p.min_channels = min_over_channels(p.conv.f, cout);
+    p.output = Func("p25_out");
+    p.output(v.x, v.y, v.c, v.n) = tanh(tanh(p.min_channels.f(v.x, v.y, v.n)));
+    return p;
+}
+
+P83Pipeline build_p83(Func input, Func weight, Func bias, Func gamma, Func beta,
+                      const P83Params &prm, Expr out_w, Expr out_h, Expr out_d, Expr kw,
+                      Expr kh, Expr kd, Expr cin, Expr cout) {
+    V v;
+    P83Pipeline p;
+    p.kw = kw, p.kh = kh, p.kd = kd, p.cin = cin, p.cout = cout;
+    p.conv = conv3d(input, weight, bias, kw, kh, kd, cin, cout);
+    Expr cpg = cout / prm.groups;
+    p.stats = groupnorm_stats(p.conv.f, out_w, out_h, out_d, cpg, prm.eps);
+    Expr normed = groupnorm_apply(p.conv.f, p.stats, gamma, beta, cpg, v.x, v.y, v.z, v.c, v.n);
+    Expr clamped = torch_clamp(nan_min(normed, prm.min_value), prm.clamp_lo, prm.clamp_hi);
+    // The dropout mask is keyed on the element's index in the contiguous
+    // PyTorch (N, C, D, H, W) output tensor.
+    Expr index = (((v.n * cout + v.c) * out_d + v.z) * out_h + v.y) * out_w + v.x;
+    p.output = Func("p83_out");
+    p.output(v.x, v.y, v.z, v.c, v.n) = dropout(clamped, index, prm.seed, prm.p, prm.training);
+    return p;
+}
+
+}  // namespace fusedconv

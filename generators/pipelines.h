@@ -1,0 +1,54 @@
+// The four models' algorithms, each composed once from the building blocks.
+// A generator (one per model) feeds its Inputs in and hands the result to the
+// model's schedule in schedules/.
+#pragma once
+
+#include "blocks.h"
+
+namespace fusedconv {
+
+// p24: conv3d -> min over depth -> softmax over channels.
+struct P24Pipeline {
+    blocks::Conv conv;
+    blocks::MinReduce min_depth;
+    blocks::Softmax softmax;
+    Halide::Func output;  // (x, y, c, n)
+    Halide::Expr kw, kh, kd, cin, cout;
+};
+P24Pipeline build_p24(Halide::Func input, Halide::Func weight, Halide::Func bias,
+                      Halide::Expr in_depth, Halide::Expr kw, Halide::Expr kh,
+                      Halide::Expr kd, Halide::Expr cin, Halide::Expr cout);
+
+// p25 and p32: conv2d -> min over channels (keepdim) -> element-wise epilogue.
+struct Conv2dMinPipeline {
+    blocks::Conv conv;
+    blocks::MinReduce min_channels;
+    Halide::Func output;  // (x, y, c, n) with c of extent 1
+    Halide::Expr kw, kh, cin, cout;
+};
+// p32: min over channels of conv * scale.
+Conv2dMinPipeline build_p32(Halide::Func input, Halide::Func weight, Halide::Func bias,
+                            Halide::Expr scale, Halide::Expr kw, Halide::Expr kh,
+                            Halide::Expr cin, Halide::Expr cout);
+// p25: tanh(tanh(min over channels of conv)).
+Conv2dMinPipeline build_p25(Halide::Func input, Halide::Func weight, Halide::Func bias,
+                            Halide::Expr kw, Halide::Expr kh, Halide::Expr cin,
+                            Halide::Expr cout);
+
+// p83: conv3d -> GroupNorm -> min(., min_value) -> clamp(lo, hi) -> dropout.
+struct P83Params {
+    Halide::Expr groups, eps, min_value, clamp_lo, clamp_hi, p, training, seed;
+};
+struct P83Pipeline {
+    blocks::Conv conv;
+    blocks::GroupNormStats stats;
+    Halide::Func output;  // (x, y, z, c, n)
+    Halide::Expr kw, kh, kd, cin, cout;
+};
+P83Pipeline build_p83(Halide::Func input, Halide::Func weight, Halide::Func bias,
+                      Halide::Func gamma, Halide::Func beta, const P83Params &params,
+                      Halide::Expr out_w, Halide::Expr out_h, Halide::Expr out_d,
+                      Halide::Expr kw, Halide::Expr kh, Halide::Expr kd,
+                      Halide::Expr cin, Halide::Expr cout);
+
+}  // namespace fusedconv

@@ -1,0 +1,40 @@
+// The CLI's per-model runs: build the model at its default init arguments,
+// time forward() at a given shape, and check the output against the float64
+// reference on sampled positions.
+#pragma once
+
+#include "fusedconv/device.h"
+#include "fusedconv/tensor.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fusedconv::cli {
+
+struct RunOptions {
+    DeviceChoice device = DeviceChoice::Auto;
+    int64_t batch = 0;   // 0: the model's default batch
+    int warmup = -1;     // -1: 3 on the GPU, 1 on the CPU
+    int reps = 0;        // 0: 20 on the GPU, 3 on the CPU
+    int samples = 256;   // output positions checked against float64
+    uint64_t seed = 0;
+};
+
+struct RunResult {
+    std::string model, description;
+    Shape input_shape, output_shape;
+    Device device = Device::CPU;
+    double median_ms = 0, min_ms = 0;
+    double max_abs_err = 0;
+    std::vector<std::string> notes;  // extra checks, e.g. softmax row sums
+    bool ok = false;
+    std::string error;  // set when the run threw
+};
+
+// "p24", "p25", "p32", "p83".
+const std::vector<std::string> &model_names();
+// Throws Error for an unknown name.
+RunResult run_model(const std::string &name, const RunOptions &options);
+
+}  // namespace fusedconv::cli

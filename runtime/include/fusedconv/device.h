@@ -1,0 +1,29 @@
+// Where tensors live and models run.
+#pragma once
+
+#include <string>
+
+namespace fusedconv {
+
+enum class Device { CPU, GPU };
+
+// What the caller asks for: Auto picks the GPU when a CUDA device and driver
+// are usable, else the CPU.
+enum class DeviceChoice { Auto, CPU, GPU };
+
+// True when the CUDA driver loads and reports at least one device.
+bool gpu_available();
+// Why the GPU is not available ("" when it is).
+std::string gpu_unavailable_reason();
+// Resolves a choice to a device; throws Error for GPU when none is usable.
+Device resolve(DeviceChoice choice);
+
+std::string to_string(Device d);
+// "auto", "cpu" or "gpu"; throws Error on anything else.
+DeviceChoice parse_device_choice(const std::string &name);
+
+// Waits until all GPU work queued by this library has finished (no-op when
+// the GPU was never used).
+void synchronize();
+
+}  // namespace fusedconv

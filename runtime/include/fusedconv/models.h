@@ -1,0 +1,136 @@
+// The four models, each mirroring its PyTorch module: constructed with the
+// module's init arguments, owning its parameters, forward(input) -> output.
+//
+// Parameters start with PyTorch's default init (kaiming-uniform with
+// a = sqrt(5), i.e. U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias;
+// GroupNorm weight 1, bias 0) drawn from `seed`, or are set from tensors in
+// PyTorch's layout. They live on the model's device; on the GPU, inputs,
+// parameters and outputs stay device-resident and nothing is copied between
+// calls. forward() requires the input on the model's device (Tensor::to).
+#pragma once
+
+#include "fusedconv/device.h"
+#include "fusedconv/tensor.h"
+
+#include <cstdint>
+
+namespace fusedconv {
+
+// Shared by the four models: device, parameters by name, output shape.
+class Model {
+public:
+    virtual ~Model() = default;
+    Device device() const { return device_; }
+    // Output shape for an input shape; throws Error naming the mismatch.
+    virtual Shape output_shape(const Shape &input_shape) const = 0;
+    // Runs the model; the output is a new tensor on the model's device.
+    Tensor forward(const Tensor &input);
+    // Runs the model into `output` (already of output_shape, on the device):
+    // with a reused output no device allocation happens per call.
+    virtual void forward_into(const Tensor &input, Tensor &output) = 0;
+
+protected:
+    explicit Model(DeviceChoice choice);
+    void check_input(const Tensor &input) const;
+    void check_output(const Tensor &output, const Shape &expected) const;
+    // A parameter in PyTorch layout, copied onto the model's device after
+    // its shape is checked against `expected`.
+    Tensor adopt(const Tensor &value, const Shape &expected, const char *name) const;
+    Device device_;
+};
+
+// p24: Conv3d(in, out, k) -> torch.min(x, dim)[0] -> softmax(dim=1).
+// Only dim = 2 (depth) is supported; another dim throws Error.
+class Conv3dMinSoftmax : public Model {
+public:
+    Conv3dMinSoftmax(int in_channels, int out_channels, int kernel_size, int dim = 2,
+                     DeviceChoice device = DeviceChoice::Auto, uint64_t seed = 0);
+    void set_parameters(const Tensor &conv_weight, const Tensor &conv_bias);
+    const Tensor &conv_weight() const { return weight_; }
+    const Tensor &conv_bias() const { return bias_; }
+    Shape output_shape(const Shape &input_shape) const override;
+    void forward_into(const Tensor &input, Tensor &output) override;
+
+private:
+    int in_channels_, out_channels_, kernel_size_;
+    Tensor weight_, bias_;
+};
+
+// p32: Conv2d(in, out, k) -> x * scale_factor -> torch.min(x, dim=1, keepdim=True)[0].
+class Conv2dScaleMin : public Model {
+public:
+    Conv2dScaleMin(int in_channels, int out_channels, int kernel_size, float scale_factor,
+                   DeviceChoice device = DeviceChoice::Auto, uint64_t seed = 0);
+    void set_parameters(const Tensor &conv_weight, const Tensor &conv_bias);
+    void set_scale_factor(float scale_factor);
+    float scale_factor() const { return scale_; }
+    const Tensor &conv_weight() const { return weight_; }
+    const Tensor &conv_bias() const { return bias_; }
+    Shape output_shape(const Shape &input_shape) const override;
+    void forward_into(const Tensor &input, Tensor &output) override;
+
+private:
+    int in_channels_, out_channels_, kernel_size_;
+    float scale_;
+    Tensor weight_, bias_;
+};
+
+// p25: Conv2d(in, out, k) -> torch.min(x, dim=1, keepdim=True)[0] -> tanh -> tanh.
+class Conv2dMinTanhTanh : public Model {
+public:
+    Conv2dMinTanhTanh(int in_channels, int out_channels, int kernel_size,
+                      DeviceChoice device = DeviceChoice::Auto, uint64_t seed = 0);
+    void set_parameters(const Tensor &conv_weight, const Tensor &conv_bias);
+    const Tensor &conv_weight() const { return weight_; }
+    const Tensor &conv_bias() const { return bias_; }
+    Shape output_shape(const Shape &input_shape) const override;
+    void forward_into(const Tensor &input, Tensor &output) override;
+
+private:
+    int in_channels_, out_channels_, kernel_size_;
+    Tensor weight_, bias_;
+};
+
+// p83: Conv3d(in, out, k) -> GroupNorm(groups, out) -> torch.min(x, min_value)
+// -> torch.clamp(x, clamp_min, clamp_max) -> Dropout(p).
+// PyTorch's module clamps with (min_value, max_value); set_clamp() sets the
+// clamp bounds on their own, so that variants where GroupNorm reaches the
+// output exist. Training mode is the default, as for a fresh PyTorch module;
+// the dropout mask is a pure function of (seed, element index).
+class Conv3dGroupNormMinClampDropout : public Model {
+public:
+    Conv3dGroupNormMinClampDropout(int in_channels, int out_channels, int kernel_size,
+                                   int groups, float min_value, float max_value,
+                                   float dropout_p, DeviceChoice device = DeviceChoice::Auto,
+                                   uint64_t seed = 0);
+    void set_parameters(const Tensor &conv_weight, const Tensor &conv_bias,
+                        const Tensor &norm_weight, const Tensor &norm_bias);
+    void set_min_value(float min_value);
+    void set_clamp(float clamp_min, float clamp_max);
+    void set_dropout_p(float p);        // throws Error outside [0, 1]
+    void set_training(bool training);   // false: dropout is the identity
+    void set_dropout_seed(uint32_t seed);
+    float min_value() const { return min_value_; }
+    float clamp_min() const { return clamp_lo_; }
+    float clamp_max() const { return clamp_hi_; }
+    float dropout_p() const { return p_; }
+    bool training() const { return training_; }
+    uint32_t dropout_seed() const { return dropout_seed_; }
+    float eps() const { return eps_; }
+    int groups() const { return groups_; }
+    const Tensor &conv_weight() const { return weight_; }
+    const Tensor &conv_bias() const { return bias_; }
+    const Tensor &norm_weight() const { return gamma_; }
+    const Tensor &norm_bias() const { return beta_; }
+    Shape output_shape(const Shape &input_shape) const override;
+    void forward_into(const Tensor &input, Tensor &output) override;
+
+private:
+    int in_channels_, out_channels_, kernel_size_, groups_;
+    float min_value_, clamp_lo_, clamp_hi_, p_, eps_ = 1e-5f;
+    bool training_ = true;
+    uint32_t dropout_seed_ = 0;
+    Tensor weight_, bias_, gamma_, beta_;
+};
+
+}  // namespace fusedconv

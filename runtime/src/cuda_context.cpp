@@ -1,0 +1,127 @@
+#include "cuda_context.h"
+
+#include "fusedconv/error.h"
+
+#include "HalideRuntime.h"
+#include "HalideRuntimeCuda.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+
+namespace fusedconv::cuda {
+
+namespace {
+
+// The few driver API entry points used here, declared by hand so that no
+// CUDA header is needed to build.
+using CUresult = int;
+using CUdevice = int;
+using CUcontext = void *;
+
+struct Driver {
+    CUresult (*cuInit)(unsigned) = nullptr;
+    CUresult (*cuDeviceGetCount)(int *) = nullptr;
+    CUresult (*cuDeviceGet)(CUdevice *, int) = nullptr;
+    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice) = nullptr;
+    CUresult (*cuCtxPushCurrent)(CUcontext) = nullptr;
+    CUresult (*cuCtxPopCurrent)(CUcontext *) = nullptr;
+    CUresult (*cuCtxSynchronize)() = nullptr;
+    CUresult (*cuMemGetInfo)(size_t *, size_t *) = nullptr;
+    CUresult (*cuGetErrorString)(CUresult, const char **) = nullptr;
+    CUcontext primary = nullptr;
+    std::string failure;  // "" when usable
+};
+
+Driver &driver() {
+    static Driver d;
+    return d;
+}
+
+std::string describe(CUresult r) {
+    const char *s = nullptr;
+    if (driver().cuGetErrorString && driver().cuGetErrorString(r, &s) == 0 && s) {
+        return std::string(s) + " (" + std::to_string(r) + ")";
+    }
+    return "CUDA error " + std::to_string(r);
+}
+
+template <typename F>
+bool load(void *lib, const char *name, F &fn) {
+    fn = reinterpret_cast<F>(dlsym(lib, name));
+    return fn != nullptr;
+}
+
+int acquire_primary(void *, void **ctx, bool) {
+    *ctx = driver().primary;
+    return driver().primary ? 0 : -1;
+}
+
+int release_primary(void *) { return 0; }
+
+std::string try_init() {
+    Driver &d = driver();
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) lib = dlopen("libcuda.so", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return "the CUDA driver (libcuda.so.1) is not installed";
+    if (!load(lib, "cuInit", d.cuInit) || !load(lib, "cuDeviceGetCount", d.cuDeviceGetCount) ||
+        !load(lib, "cuDeviceGet", d.cuDeviceGet) ||
+        !load(lib, "cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain) ||
+        !load(lib, "cuCtxPushCurrent_v2", d.cuCtxPushCurrent) ||
+        !load(lib, "cuCtxPopCurrent_v2", d.cuCtxPopCurrent) ||
+        !load(lib, "cuCtxSynchronize", d.cuCtxSynchronize) ||
+        !load(lib, "cuMemGetInfo_v2", d.cuMemGetInfo)) {
+        return "the CUDA driver lacks a required entry point";
+    }
+    load(lib, "cuGetErrorString", d.cuGetErrorString);
+    if (CUresult r = d.cuInit(0)) return "cuInit failed: " + describe(r);
+    int count = 0;
+    if (CUresult r = d.cuDeviceGetCount(&count)) return "cuDeviceGetCount failed: " + describe(r);
+    if (count < 1) return "no CUDA device is present";
+    CUdevice dev = 0;
+    if (CUresult r = d.cuDeviceGet(&dev, 0)) return "cuDeviceGet failed: " + describe(r);
+    if (CUresult r = d.cuDevicePrimaryCtxRetain(&d.primary, dev)) {
+        return "cuDevicePrimaryCtxRetain failed: " + describe(r);
+    }
+    halide_set_cuda_acquire_context(acquire_primary);
+    halide_set_cuda_release_context(release_primary);
+    // Freed device buffers go to Halide's cache and are reused by the next
+    // allocation of a fitting size, instead of cuMemFree/cuMemAlloc per call.
+    halide_reuse_device_allocations(nullptr, true);
+    return "";
+}
+
+// Runs `f` with the primary context current.
+template <typename F>
+CUresult with_context(F f) {
+    Driver &d = driver();
+    if (CUresult r = d.cuCtxPushCurrent(d.primary)) return r;
+    CUresult r = f();
+    CUcontext popped = nullptr;
+    d.cuCtxPopCurrent(&popped);
+    return r;
+}
+
+}  // namespace
+
+const std::string &init() {
+    static std::once_flag once;
+    std::call_once(once, [] { driver().failure = try_init(); });
+    return driver().failure;
+}
+
+void synchronize() {
+    if (!init().empty()) return;
+    if (CUresult r = with_context([] { return driver().cuCtxSynchronize(); })) {
+        throw Error("GPU synchronize failed: " + describe(r));
+    }
+}
+
+void memory_info(size_t *free_bytes, size_t *total_bytes) {
+    if (!init().empty()) throw Error("GPU unavailable: " + init());
+    if (CUresult r = with_context([&] { return driver().cuMemGetInfo(free_bytes, total_bytes); })) {
+        throw Error("cuMemGetInfo failed: " + describe(r));
+    }
+}
+
+}  // namespace fusedconv::cuda

@@ -1,0 +1,55 @@
+#include "fusedconv/models.h"
+
+#include "halide_call.h"
+#include "model_util.h"
+
+#include "p24_cpu.h"
+#include "p24_cuda.h"
+
+#include <cmath>
+
+namespace fusedconv {
+
+static constexpr const char *kName = "Conv3dMinSoftmax";
+
+Conv3dMinSoftmax::Conv3dMinSoftmax(int in_channels, int out_channels, int kernel_size, int dim,
+                                   DeviceChoice device, uint64_t seed)
+    : Model(device), in_channels_(in_channels), out_channels_(out_channels),
+      kernel_size_(kernel_size) {
+    detail::require_positive(kName, "in_channels", in_channels);
+    detail::require_positive(kName, "out_channels", out_channels);
+    detail::require_positive(kName, "kernel_size", kernel_size);
+    // The min runs over the output's depth; PyTorch also accepts -3 for it.
+    if (dim != 2 && dim != -3) {
+        throw Error(std::string(kName) + ": dim " + std::to_string(dim) +
+                    " is not supported; only dim=2 (depth) is");
+    }
+    const int k = kernel_size;
+    const float bound = 1.0f / std::sqrt(static_cast<float>(in_channels * k * k * k));
+    std::mt19937_64 rng(seed);
+    weight_ = detail::uniform_tensor({out_channels, in_channels, k, k, k}, bound, rng, device_);
+    bias_ = detail::uniform_tensor({out_channels}, bound, rng, device_);
+}
+
+void Conv3dMinSoftmax::set_parameters(const Tensor &conv_weight, const Tensor &conv_bias) {
+    const int k = kernel_size_;
+    Tensor w = adopt(conv_weight, {out_channels_, in_channels_, k, k, k}, "conv.weight");
+    Tensor b = adopt(conv_bias, {out_channels_}, "conv.bias");
+    weight_ = w, bias_ = b;
+}
+
+Shape Conv3dMinSoftmax::output_shape(const Shape &input_shape) const {
+    Shape conv = detail::conv_output_shape(kName, input_shape, 3, in_channels_, out_channels_,
+                                           kernel_size_);
+    return {conv[0], conv[1], conv[3], conv[4]};
+}
+
+void Conv3dMinSoftmax::forward_into(const Tensor &input, Tensor &output) {
+    check_input(input);
+    check_output(output, output_shape(input.shape()));
+    auto fn = device_ == Device::GPU ? fusedconv_p24_cuda : fusedconv_p24_cpu;
+    detail::check_halide(fn(input.raw(), weight_.raw(), bias_.raw(), output.raw()),
+                         std::string(kName) + " forward on input " + shape_string(input.shape()));
+}
+
+}  // namespace fusedconv

@@ -1,0 +1,50 @@
+#include "fusedconv/models.h"
+
+#include "halide_call.h"
+#include "model_util.h"
+
+#include "p25_cpu.h"
+#include "p25_cuda.h"
+
+#include <cmath>
+
+namespace fusedconv {
+
+static constexpr const char *kName = "Conv2dMinTanhTanh";
+
+Conv2dMinTanhTanh::Conv2dMinTanhTanh(int in_channels, int out_channels, int kernel_size,
+                                     DeviceChoice device, uint64_t seed)
+    : Model(device), in_channels_(in_channels), out_channels_(out_channels),
+      kernel_size_(kernel_size) {
+    detail::require_positive(kName, "in_channels", in_channels);
+    detail::require_positive(kName, "out_channels", out_channels);
+    detail::require_positive(kName, "kernel_size", kernel_size);
+    const int k = kernel_size;
+    const float bound = 1.0f / std::sqrt(static_cast<float>(in_channels * k * k));
+    std::mt19937_64 rng(seed);
+    weight_ = detail::uniform_tensor({out_channels, in_channels, k, k}, bound, rng, device_);
+    bias_ = detail::uniform_tensor({out_channels}, bound, rng, device_);
+}
+
+void Conv2dMinTanhTanh::set_parameters(const Tensor &conv_weight, const Tensor &conv_bias) {
+    const int k = kernel_size_;
+    Tensor w = adopt(conv_weight, {out_channels_, in_channels_, k, k}, "conv.weight");
+    Tensor b = adopt(conv_bias, {out_channels_}, "conv.bias");
+    weight_ = w, bias_ = b;
+}
+
+Shape Conv2dMinTanhTanh::output_shape(const Shape &input_shape) const {
+    Shape conv = detail::conv_output_shape(kName, input_shape, 2, in_channels_, out_channels_,
+                                           kernel_size_);
+    return {conv[0], 1, conv[2], conv[3]};
+}
+
+void Conv2dMinTanhTanh::forward_into(const Tensor &input, Tensor &output) {
+    check_input(input);
+    check_output(output, output_shape(input.shape()));
+    auto fn = device_ == Device::GPU ? fusedconv_p25_cuda : fusedconv_p25_cpu;
+    detail::check_halide(fn(input.raw(), weight_.raw(), bias_.raw(), output.raw()),
+                         std::string(kName) + " forward on input " + shape_string(input.shape()));
+}
+
+}  // namespace fusedconv

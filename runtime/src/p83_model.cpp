@@ -1,0 +1,85 @@
+#include "fusedconv/models.h"
+
+#include "halide_call.h"
+#include "model_util.h"
+
+#include "p83_cpu.h"
+#include "p83_cuda.h"
+
+#include <cmath>
+
+namespace fusedconv {
+
+static constexpr const char *kName = "Conv3dGroupNormMinClampDropout";
+
+Conv3dGroupNormMinClampDropout::Conv3dGroupNormMinClampDropout(
+    int in_channels, int out_channels, int kernel_size, int groups, float min_value,
+    float max_value, float dropout_p, DeviceChoice device, uint64_t seed)
+    : Model(device), in_channels_(in_channels), out_channels_(out_channels),
+      kernel_size_(kernel_size), groups_(groups), min_value_(min_value),
+      clamp_lo_(min_value), clamp_hi_(max_value), p_(0.0f) {
+    detail::require_positive(kName, "in_channels", in_channels);
+    detail::require_positive(kName, "out_channels", out_channels);
+    detail::require_positive(kName, "kernel_size", kernel_size);
+    detail::require_positive(kName, "groups", groups);
+    if (out_channels % groups != 0) {
+        throw Error(std::string(kName) + ": groups " + std::to_string(groups) +
+                    " does not divide out_channels " + std::to_string(out_channels));
+    }
+    set_dropout_p(dropout_p);
+    const int k = kernel_size;
+    const float bound = 1.0f / std::sqrt(static_cast<float>(in_channels * k * k * k));
+    std::mt19937_64 rng(seed);
+    weight_ = detail::uniform_tensor({out_channels, in_channels, k, k, k}, bound, rng, device_);
+    bias_ = detail::uniform_tensor({out_channels}, bound, rng, device_);
+    gamma_ = detail::filled_tensor({out_channels}, 1.0f, device_);
+    beta_ = detail::filled_tensor({out_channels}, 0.0f, device_);
+}
+
+void Conv3dGroupNormMinClampDropout::set_parameters(const Tensor &conv_weight,
+                                                    const Tensor &conv_bias,
+                                                    const Tensor &norm_weight,
+                                                    const Tensor &norm_bias) {
+    const int k = kernel_size_;
+    Tensor w = adopt(conv_weight, {out_channels_, in_channels_, k, k, k}, "conv.weight");
+    Tensor b = adopt(conv_bias, {out_channels_}, "conv.bias");
+    Tensor g = adopt(norm_weight, {out_channels_}, "norm.weight");
+    Tensor be = adopt(norm_bias, {out_channels_}, "norm.bias");
+    weight_ = w, bias_ = b, gamma_ = g, beta_ = be;
+}
+
+void Conv3dGroupNormMinClampDropout::set_min_value(float min_value) { min_value_ = min_value; }
+
+void Conv3dGroupNormMinClampDropout::set_clamp(float clamp_min, float clamp_max) {
+    clamp_lo_ = clamp_min;
+    clamp_hi_ = clamp_max;
+}
+
+void Conv3dGroupNormMinClampDropout::set_dropout_p(float p) {
+    if (!(p >= 0.0f && p <= 1.0f)) {  // also rejects NaN
+        throw Error(std::string(kName) + ": dropout probability has to be between 0 and 1, but got " +
+                    std::to_string(p));
+    }
+    p_ = p;
+}
+
+void Conv3dGroupNormMinClampDropout::set_training(bool training) { training_ = training; }
+
+void Conv3dGroupNormMinClampDropout::set_dropout_seed(uint32_t seed) { dropout_seed_ = seed; }
+
+Shape Conv3dGroupNormMinClampDropout::output_shape(const Shape &input_shape) const {
+    return detail::conv_output_shape(kName, input_shape, 3, in_channels_, out_channels_,
+                                     kernel_size_);
+}
+
+void Conv3dGroupNormMinClampDropout::forward_into(const Tensor &input, Tensor &output) {
+    check_input(input);
+    check_output(output, output_shape(input.shape()));
+    auto fn = device_ == Device::GPU ? fusedconv_p83_cuda : fusedconv_p83_cpu;
+    detail::check_halide(fn(input.raw(), weight_.raw(), bias_.raw(), gamma_.raw(), beta_.raw(),
+                            groups_, eps_, min_value_, clamp_lo_, clamp_hi_, p_, training_,
+                            dropout_seed_, output.raw()),
+                         std::string(kName) + " forward on input " + shape_string(input.shape()));
+}
+
+}  // namespace fusedconv

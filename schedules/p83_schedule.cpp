@@ -1,0 +1,94 @@
+#include "p83_schedule.h"
+
+namespace fusedconv::schedules {
+
+using namespace Halide;
+
+namespace {
+
+void unroll_3x3x3(Stage update, const P83Pipeline &p) {
+    update.specialize(p.kw == 3 && p.kh == 3 && p.kd == 3)
+        .unroll(p.conv.r.x)
+        .unroll(p.conv.r.y)
+        .unroll(p.conv.r.z);
+}
+
+// The conv is cheap here (Cin * k^3 = 81 multiply-adds per output) next to
+// moving its 441 MB result through memory twice, so it is recomputed where it
+// is needed rather than kept: once in the row statistics (a clone of it) and
+// once in the output kernel, each time in registers.
+//
+// GPU: three kernels. (1) per row: Welford mean and M2, one thread per row,
+// (2) tiny: per (group, sample) mean and 1/std, (3) per element: conv,
+// normalize, min, clamp, dropout.
+void gpu(P83Pipeline &p, const P83Params &t) {
+    blocks::V v;
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), zc("zc"), zcn("zcn"), zo("zo"), zi("zi");
+    auto &s = p.stats;
+
+    // A wrapper keeps the row statistics' init and update in one kernel.
+    Func rows = s.rows.in();
+    rows.compute_root()
+        .fuse(v.z, v.c, zc)
+        .fuse(zc, v.n, zcn)
+        .gpu_tile(v.y, zcn, yo, zo, yi, zi, t.gpu_rows_y, t.gpu_rows_zcn, TailStrategy::GuardWithIf);
+    s.rows.compute_at(rows, yi);
+    Func conv_rows = p.conv.f.clone_in(s.rows);
+    conv_rows.compute_at(s.rows, s.r_row.x);
+    unroll_3x3x3(conv_rows.update(), p);
+
+    s.groups.compute_root().gpu_tile(v.g, v.n, xo, yo, xi, yi, 8, 8, TailStrategy::GuardWithIf);
+    s.mean.compute_at(s.groups, xi);
+    s.m2.compute_at(s.groups, xi);
+
+    Func out = p.output;
+    out.fuse(v.z, v.c, zc)
+        .fuse(zc, v.n, zcn)
+        .tile(v.x, v.y, xo, yo, xi, yi, t.gpu_tile_x, t.gpu_tile_y, TailStrategy::GuardWithIf)
+        .gpu_blocks(xo, yo, zcn)
+        .gpu_threads(xi, yi);
+    p.conv.f.compute_at(out, xi);
+    unroll_3x3x3(p.conv.f.update(), p);
+}
+
+// CPU: the same three stages, each parallel over rows and vectorized over x
+// where x is a pure dimension.
+void cpu(P83Pipeline &p, const P83Params &t) {
+    blocks::V v;
+    Var zc("zc"), zcn("zcn"), yz("yz"), yzc("yzc"), yzcn("yzcn");
+    const int vec = t.cpu_vector;
+    auto &s = p.stats;
+
+    s.rows.compute_root().fuse(v.z, v.c, zc).fuse(zc, v.n, zcn).parallel(zcn);
+    s.rows.update().fuse(v.z, v.c, zc).fuse(zc, v.n, zcn).parallel(zcn);
+    Func conv_rows = p.conv.f.clone_in(s.rows);
+    conv_rows.compute_at(s.rows, v.y).vectorize(v.x, vec, TailStrategy::GuardWithIf);
+    conv_rows.update().reorder(v.x, p.conv.r.x, p.conv.r.y, p.conv.r.z, p.conv.r.w)
+        .vectorize(v.x, vec, TailStrategy::GuardWithIf);
+    unroll_3x3x3(conv_rows.update(), p);
+
+    s.groups.compute_root().parallel(v.n);
+    s.mean.compute_at(s.groups, v.g);
+    s.m2.compute_at(s.groups, v.g);
+
+    Func out = p.output;
+    out.fuse(v.y, v.z, yz).fuse(yz, v.c, yzc).fuse(yzc, v.n, yzcn).parallel(yzcn)
+        .vectorize(v.x, vec, TailStrategy::GuardWithIf);
+    Func conv = p.conv.f;
+    conv.compute_at(out, yzcn).vectorize(v.x, vec, TailStrategy::GuardWithIf);
+    conv.update().reorder(v.x, p.conv.r.x, p.conv.r.y, p.conv.r.z, p.conv.r.w)
+        .vectorize(v.x, vec, TailStrategy::GuardWithIf);
+    unroll_3x3x3(conv.update(), p);
+}
+
+}  // namespace
+
+void schedule_p83(P83Pipeline &p, const P83Params &t, const Target &target) {
+    if (target.has_gpu_feature()) {
+        gpu(p, t);
+    } else {
+        cpu(p, t);
+    }
+}
+
+}  // namespace fusedconv::schedules

@@ -1,0 +1,21 @@
+// Schedules for p83 (conv3d -> GroupNorm -> min -> clamp -> dropout).
+#pragma once
+
+#include "pipelines.h"
+
+namespace fusedconv::schedules {
+
+struct P83Params {
+    // GPU statistics kernel: rows (y, z*c*n) per block, one thread per row.
+    Halide::GeneratorParam<int> gpu_rows_y{"gpu_rows_y", 32};
+    Halide::GeneratorParam<int> gpu_rows_zcn{"gpu_rows_zcn", 4};
+    // GPU output kernel: output pixels per block, one thread per pixel.
+    Halide::GeneratorParam<int> gpu_tile_x{"gpu_tile_x", 32};
+    Halide::GeneratorParam<int> gpu_tile_y{"gpu_tile_y", 8};
+    // CPU: vector width over x.
+    Halide::GeneratorParam<int> cpu_vector{"cpu_vector", 8};
+};
+
+void schedule_p83(P83Pipeline &p, const P83Params &t, const Halide::Target &target);
+
+}  // namespace fusedconv::schedules

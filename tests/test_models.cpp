@@ -1,0 +1,405 @@
+// The four models through the runtime against the float64 reference: on the
+// CPU libraries always, on the GPU libraries when a CUDA device is present
+// (skipped with a message otherwise). Shapes are small and odd on purpose.
+#include "fusedconv/error.h"
+#include "fusedconv/models.h"
+#include "reference.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <sstream>
+
+namespace {
+
+using namespace fusedconv;
+using reference::HostTensor;
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// Uniform [lo, hi) values: never zeros, so unwritten outputs cannot hide.
+Tensor random_tensor(const Shape &shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+    Tensor t = Tensor::empty(shape, Device::CPU);
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = dist(rng);
+    return t;
+}
+
+HostTensor host(const Tensor &t) {
+    std::vector<float> v = t.to_vector();
+    return reference::from_float(t.shape(), v.data());
+}
+
+// Every element within float32 accuracy of the reference (relative above 1,
+// absolute below); NaN must match NaN exactly.
+::testing::AssertionResult matches(const Tensor &got_t, const HostTensor &ref,
+                                   double tol = 2e-5) {
+    if (got_t.shape() != ref.shape) {
+        return ::testing::AssertionFailure()
+               << "shape " << shape_string(got_t.shape()) << " vs reference "
+               << shape_string(ref.shape);
+    }
+    std::vector<float> got = got_t.to_vector();
+    double worst = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+        double g = got[i], r = ref.values[i];
+        bool bad;
+        if (std::isnan(r) || std::isnan(g)) {
+            bad = std::isnan(r) != std::isnan(g);
+        } else {
+            double err = g == r ? 0.0 : std::abs(g - r) / std::max(1.0, std::abs(r));
+            worst = std::max(worst, err);
+            bad = !(err <= tol);
+        }
+        if (bad) {
+            return ::testing::AssertionFailure()
+                   << "element " << i << " of " << shape_string(ref.shape) << ": got " << g
+                   << ", float64 reference " << r;
+        }
+    }
+    return ::testing::AssertionSuccess() << "max scaled error " << worst;
+}
+
+// Runs the test body on the CPU, and on the GPU when one is usable.
+class OnDevice : public ::testing::TestWithParam<DeviceChoice> {
+protected:
+    void SetUp() override {
+        if (GetParam() == DeviceChoice::GPU && !gpu_available()) {
+            GTEST_SKIP() << "no usable CUDA device (" << gpu_unavailable_reason()
+                         << "); GPU libraries not exercised";
+        }
+    }
+    Device device() const { return GetParam() == DeviceChoice::GPU ? Device::GPU : Device::CPU; }
+    DeviceChoice choice() const { return GetParam(); }
+    Tensor on_device(const Tensor &t) const { return t.to(device()); }
+};
+
+std::string device_name(const ::testing::TestParamInfo<DeviceChoice> &info) {
+    return info.param == DeviceChoice::GPU ? "GPU" : "CPU";
+}
+
+// ---------------------------------------------------------------- p24
+
+struct P24Case {
+    Shape input;  // (N, Cin, D, H, W)
+    int cout, k;
+};
+
+class P24 : public OnDevice {};
+
+TEST_P(P24, MatchesReferenceOnOddShapes) {
+    const P24Case cases[] = {
+        {{1, 3, 5, 7, 9}, 24, 3},  {{3, 1, 4, 6, 5}, 5, 2},   {{1, 5, 6, 6, 11}, 1, 1},
+        {{2, 2, 7, 9, 8}, 5, 5},   {{1, 3, 3, 3, 3}, 24, 3},  {{3, 3, 8, 19, 21}, 24, 3},
+    };
+    uint64_t seed = 1;
+    for (const P24Case &c : cases) {
+        SCOPED_TRACE("input " + shape_string(c.input) + " cout " + std::to_string(c.cout) +
+                     " k " + std::to_string(c.k));
+        Conv3dMinSoftmax m(c.input[1], c.cout, c.k, 2, choice(), seed++);
+        Tensor in = random_tensor(c.input, seed++);
+        Tensor out = m.forward(on_device(in));
+        EXPECT_EQ(out.device(), device());
+        EXPECT_TRUE(matches(out, reference::p24(host(in), host(m.conv_weight()),
+                                                host(m.conv_bias()))));
+    }
+}
+
+TEST_P(P24, NanPropagatesLikePyTorch) {
+    Conv3dMinSoftmax m(2, 5, 3, 2, choice(), 7);
+    Tensor in = random_tensor({2, 2, 6, 7, 8}, 8);
+    in.data()[3 * 7 * 8 + 2 * 8 + 5] = kNaN;  // n 0, c 0, z 3, y 2, x 5
+    Tensor out = m.forward(on_device(in));
+    HostTensor ref = reference::p24(host(in), host(m.conv_weight()), host(m.conv_bias()));
+    EXPECT_TRUE(std::isnan(ref.at({0, 0, 1, 4})));
+    EXPECT_TRUE(matches(out, ref));
+}
+
+TEST_P(P24, RowsSumToOneAndLargeValuesStayFinite) {
+    Conv3dMinSoftmax m(3, 24, 3, 2, choice(), 9);
+    // Large inputs give conv values in the hundreds: exp must not overflow.
+    Tensor in = random_tensor({1, 3, 5, 6, 7}, 10, 200.0f, 400.0f);
+    Tensor out = m.forward(on_device(in));
+    std::vector<float> v = out.to_vector();
+    for (int64_t p = 0; p < 4 * 5; ++p) {
+        double sum = 0;
+        for (int c = 0; c < 24; ++c) {
+            ASSERT_TRUE(std::isfinite(v[c * 20 + p]));
+            sum += v[c * 20 + p];
+        }
+        EXPECT_NEAR(sum, 1.0, 1e-5);
+    }
+    EXPECT_TRUE(matches(out, reference::p24(host(in), host(m.conv_weight()),
+                                            host(m.conv_bias()))));
+}
+
+TEST_P(P24, ParametersFromPyTorchLayoutAreUsed) {
+    Conv3dMinSoftmax m(2, 3, 2, 2, choice(), 11);
+    Tensor w = random_tensor({3, 2, 2, 2, 2}, 12), b = random_tensor({3}, 13);
+    m.set_parameters(w, b);
+    Tensor in = random_tensor({1, 2, 4, 5, 6}, 14);
+    EXPECT_TRUE(matches(m.forward(on_device(in)), reference::p24(host(in), host(w), host(b))));
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, P24, ::testing::Values(DeviceChoice::CPU, DeviceChoice::GPU),
+                         device_name);
+
+// ---------------------------------------------------------------- p25 / p32
+
+struct Conv2dCase {
+    Shape input;  // (N, Cin, H, W)
+    int cout, k;
+};
+
+const Conv2dCase kConv2dCases[] = {
+    {{1, 3, 7, 9}, 24, 3},  {{3, 1, 6, 5}, 5, 2},     {{1, 5, 6, 11}, 1, 1},
+    {{2, 2, 9, 8}, 5, 5},   {{3, 4, 37, 45}, 24, 3},  {{1, 16, 3, 3}, 5, 3},
+};
+
+class P32 : public OnDevice {};
+
+TEST_P(P32, MatchesReferenceOnOddShapesAndSigns) {
+    uint64_t seed = 100;
+    for (float scale : {2.0f, -1.5f, 0.0f}) {
+        for (const Conv2dCase &c : kConv2dCases) {
+            SCOPED_TRACE("input " + shape_string(c.input) + " cout " + std::to_string(c.cout) +
+                         " k " + std::to_string(c.k) + " scale " + std::to_string(scale));
+            Conv2dScaleMin m(c.input[1], c.cout, c.k, scale, choice(), seed++);
+            Tensor in = random_tensor(c.input, seed++);
+            EXPECT_TRUE(matches(m.forward(on_device(in)),
+                                reference::p32(host(in), host(m.conv_weight()),
+                                               host(m.conv_bias()), scale)));
+        }
+    }
+}
+
+TEST_P(P32, NegativeScalePicksTheLargestConvValue) {
+    Conv2dScaleMin m(1, 2, 1, -1.0f, choice(), 0);
+    // conv = w * x + b per channel; with scale -1 the min picks -max(conv).
+    m.set_parameters(Tensor::from_vector({2, 1, 1, 1}, {1.0f, 3.0f}),
+                     Tensor::from_vector({2}, {0.5f, -0.5f}));
+    Tensor in = Tensor::from_vector({1, 1, 1, 2}, {1.0f, -1.0f});
+    std::vector<float> out = m.forward(on_device(in)).to_vector();
+    EXPECT_FLOAT_EQ(out[0], -2.5f);  // max(1.5, 2.5)
+    EXPECT_FLOAT_EQ(out[1], 0.5f);   // max(-0.5, -3.5) = -0.5
+}
+
+TEST_P(P32, NanPropagatesLikePyTorch) {
+    Conv2dScaleMin m(3, 5, 3, 2.0f, choice(), 21);
+    Tensor in = random_tensor({2, 3, 8, 9}, 22);
+    in.data()[(1 * 3 + 2) * 72 + 4 * 9 + 4] = kNaN;
+    HostTensor ref = reference::p32(host(in), host(m.conv_weight()), host(m.conv_bias()), 2.0);
+    EXPECT_TRUE(std::isnan(ref.at({1, 0, 3, 3})));
+    EXPECT_TRUE(matches(m.forward(on_device(in)), ref));
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, P32, ::testing::Values(DeviceChoice::CPU, DeviceChoice::GPU),
+                         device_name);
+
+class P25 : public OnDevice {};
+
+TEST_P(P25, MatchesReferenceOnOddShapes) {
+    uint64_t seed = 200;
+    for (const Conv2dCase &c : kConv2dCases) {
+        SCOPED_TRACE("input " + shape_string(c.input) + " cout " + std::to_string(c.cout) +
+                     " k " + std::to_string(c.k));
+        Conv2dMinTanhTanh m(c.input[1], c.cout, c.k, choice(), seed++);
+        Tensor in = random_tensor(c.input, seed++, -3.0f, 3.0f);
+        EXPECT_TRUE(matches(m.forward(on_device(in)),
+                            reference::p25(host(in), host(m.conv_weight()), host(m.conv_bias()))));
+    }
+}
+
+TEST_P(P25, NanAndInfinityBehaveLikePyTorch) {
+    Conv2dMinTanhTanh m(2, 3, 2, choice(), 31);
+    Tensor in = random_tensor({1, 2, 5, 6}, 32);
+    in.data()[7] = kNaN;                                        // c 0, y 1, x 1
+    in.data()[30 + 4 * 6 + 5] = -std::numeric_limits<float>::infinity();  // c 1, y 4, x 5
+    HostTensor ref = reference::p25(host(in), host(m.conv_weight()), host(m.conv_bias()));
+    EXPECT_TRUE(matches(m.forward(on_device(in)), ref));
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, P25, ::testing::Values(DeviceChoice::CPU, DeviceChoice::GPU),
+                         device_name);
+
+// ---------------------------------------------------------------- p83
+
+struct P83Case {
+    Shape input;  // (N, Cin, D, H, W)
+    int cout, k, groups;
+};
+
+const P83Case kP83Cases[] = {
+    {{1, 3, 5, 7, 9}, 16, 3, 8}, {{3, 1, 4, 6, 5}, 5, 2, 5},  {{1, 5, 6, 6, 11}, 1, 1, 1},
+    {{2, 2, 7, 9, 8}, 24, 5, 8}, {{3, 3, 6, 13, 10}, 4, 3, 2},
+};
+
+class P83 : public OnDevice {
+protected:
+    // Random affine GroupNorm parameters, so gamma and beta are exercised.
+    void randomize(Conv3dGroupNormMinClampDropout &m, int cout, int cin, int k, uint64_t seed) {
+        m.set_parameters(random_tensor({cout, cin, k, k, k}, seed, -0.5f, 0.5f),
+                         random_tensor({cout}, seed + 1), random_tensor({cout}, seed + 2, 0.5f, 2.0f),
+                         random_tensor({cout}, seed + 3));
+    }
+    HostTensor reference_of(const Conv3dGroupNormMinClampDropout &m, const Tensor &in) {
+        reference::P83Args a{m.groups(), m.eps(), m.min_value(), m.clamp_min(),
+                             m.clamp_max(), m.dropout_p(), m.training(), m.dropout_seed()};
+        return reference::p83(host(in), host(m.conv_weight()), host(m.conv_bias()),
+                              host(m.norm_weight()), host(m.norm_bias()), a);
+    }
+};
+
+TEST_P(P83, DefaultParametersGiveZerosAsPyTorch) {
+    Conv3dGroupNormMinClampDropout m(3, 16, 3, 8, 0.0f, 1.0f, 0.2f, choice(), 41);
+    Tensor in = random_tensor({2, 3, 5, 8, 9}, 42, 0.0f, 1.0f);
+    Tensor out = m.forward(on_device(in));
+    EXPECT_TRUE(matches(out, reference_of(m, in)));
+    for (float v : out.to_vector()) ASSERT_EQ(v, 0.0f);
+}
+
+TEST_P(P83, GroupNormReachesOutputWhenClampAllows) {
+    uint64_t seed = 300;
+    for (const P83Case &c : kP83Cases) {
+        for (bool training : {false, true}) {
+            SCOPED_TRACE("input " + shape_string(c.input) + " cout " + std::to_string(c.cout) +
+                         " k " + std::to_string(c.k) + " groups " + std::to_string(c.groups) +
+                         (training ? " training" : " eval"));
+            Conv3dGroupNormMinClampDropout m(c.input[1], c.cout, c.k, c.groups, 0.0f, 1.0f, 0.5f,
+                                             choice(), seed);
+            randomize(m, c.cout, c.input[1], c.k, seed + 1);
+            m.set_min_value(0.75f);
+            m.set_clamp(-1.0f, 0.5f);
+            m.set_training(training);
+            m.set_dropout_seed(static_cast<uint32_t>(seed));
+            seed += 10;
+            Tensor in = random_tensor(c.input, seed);
+            EXPECT_TRUE(matches(m.forward(on_device(in)), reference_of(m, in)));
+        }
+    }
+}
+
+TEST_P(P83, MinValueAboveMaxValueGivesMax) {
+    Conv3dGroupNormMinClampDropout m(2, 4, 3, 2, 0.8f, 0.3f, 0.0f, choice(), 51);
+    Tensor in = random_tensor({1, 2, 4, 5, 6}, 52);
+    Tensor out = m.forward(on_device(in));
+    EXPECT_TRUE(matches(out, reference_of(m, in)));
+    for (float v : out.to_vector()) ASSERT_EQ(v, 0.3f);
+}
+
+TEST_P(P83, DropoutProbabilitiesInTrainingAndEval) {
+    for (float p : {0.0f, 0.5f, 1.0f}) {
+        for (bool training : {false, true}) {
+            SCOPED_TRACE("p " + std::to_string(p) + (training ? " training" : " eval"));
+            Conv3dGroupNormMinClampDropout m(3, 4, 3, 2, 10.0f, -10.0f, p, choice(), 61);
+            m.set_clamp(-10.0f, 10.0f);
+            m.set_training(training);
+            Tensor in = random_tensor({2, 3, 6, 20, 22}, 62);
+            Tensor out = m.forward(on_device(in));
+            EXPECT_TRUE(matches(out, reference_of(m, in)));
+            std::vector<float> v = out.to_vector();
+            double zeros = std::count(v.begin(), v.end(), 0.0f) / static_cast<double>(v.size());
+            double expect = training ? p : 0.0;
+            EXPECT_NEAR(zeros, expect, 6 * std::sqrt(0.25 / v.size()) + 1e-3);
+        }
+    }
+}
+
+TEST_P(P83, DropoutMaskIsAPureFunctionOfSeedAndIndex) {
+    Conv3dGroupNormMinClampDropout m(3, 4, 3, 2, 10.0f, -10.0f, 0.5f, choice(), 71);
+    m.set_clamp(-10.0f, 10.0f);
+    Tensor in = on_device(random_tensor({1, 3, 5, 9, 10}, 72));
+    m.set_dropout_seed(5);
+    std::vector<float> a = m.forward(in).to_vector(), b = m.forward(in).to_vector();
+    m.set_dropout_seed(6);
+    std::vector<float> c = m.forward(in).to_vector();
+    EXPECT_EQ(a, b);
+    EXPECT_NE(a, c);
+}
+
+TEST_P(P83, NanMakesItsWholeGroupNan) {
+    Conv3dGroupNormMinClampDropout m(2, 4, 2, 2, 10.0f, -10.0f, 0.0f, choice(), 81);
+    m.set_clamp(-10.0f, 10.0f);
+    Tensor in = random_tensor({2, 2, 4, 5, 6}, 82);
+    in.data()[3] = kNaN;  // sample 0 only
+    HostTensor ref = reference_of(m, in);
+    Tensor out = m.forward(on_device(in));
+    EXPECT_TRUE(matches(out, ref));
+    std::vector<float> v = out.to_vector();
+    const int64_t per_sample = 4 * 3 * 4 * 5;
+    for (int64_t i = 0; i < per_sample; ++i) ASSERT_TRUE(std::isnan(v[i])) << i;   // both groups
+    for (int64_t i = per_sample; i < 2 * per_sample; ++i) ASSERT_FALSE(std::isnan(v[i])) << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, P83, ::testing::Values(DeviceChoice::CPU, DeviceChoice::GPU),
+                         device_name);
+
+// ---------------------------------------------------------------- errors
+
+TEST(ModelErrors, BadInputsAreRejectedWithTheOffendingShape) {
+    Conv3dMinSoftmax p24(3, 4, 3, 2, DeviceChoice::CPU);
+    auto message = [](auto f) {
+        try {
+            f();
+        } catch (const Error &e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_NE(message([&] { p24.forward(Tensor::empty({1, 3, 5, 5}, Device::CPU)); })
+                  .find("rank 5"),
+              std::string::npos);
+    EXPECT_NE(message([&] { p24.forward(Tensor::empty({1, 2, 5, 5, 5}, Device::CPU)); })
+                  .find("2 channels"),
+              std::string::npos);
+    EXPECT_NE(message([&] { p24.forward(Tensor::empty({1, 3, 2, 5, 5}, Device::CPU)); })
+                  .find("smaller than the kernel"),
+              std::string::npos);
+    EXPECT_NE(message([&] { Conv3dMinSoftmax(3, 4, 3, 3, DeviceChoice::CPU); }).find("dim 3"),
+              std::string::npos);
+    EXPECT_NE(message([&] {
+                  Conv3dGroupNormMinClampDropout(3, 16, 3, 3, 0, 1, 0.2f, DeviceChoice::CPU);
+              }).find("does not divide"),
+              std::string::npos);
+    EXPECT_NE(message([&] {
+                  Conv3dGroupNormMinClampDropout(3, 16, 3, 8, 0, 1, 1.5f, DeviceChoice::CPU);
+              }).find("between 0 and 1"),
+              std::string::npos);
+    EXPECT_NE(message([&] {
+                  p24.set_parameters(Tensor::empty({4, 3, 3, 3}, Device::CPU),
+                                     Tensor::empty({4}, Device::CPU));
+              }).find("conv.weight"),
+              std::string::npos);
+    EXPECT_NE(message([&] { Tensor::empty({2, 0, 3}); }).find("non-positive"), std::string::npos);
+    EXPECT_NE(message([&] { Tensor::empty({1 << 20, 1 << 20}); }).find("32-bit"),
+              std::string::npos);
+}
+
+TEST(ModelErrors, TensorOnTheWrongDeviceIsRejected) {
+    if (!gpu_available()) {
+        GTEST_SKIP() << "no usable CUDA device (" << gpu_unavailable_reason() << ")";
+    }
+    Conv2dMinTanhTanh cpu_model(1, 2, 1, DeviceChoice::CPU), gpu_model(1, 2, 1, DeviceChoice::GPU);
+    Tensor host_in = random_tensor({1, 1, 3, 3}, 1);
+    EXPECT_THROW(gpu_model.forward(host_in), Error);
+    EXPECT_THROW(cpu_model.forward(host_in.to(Device::GPU)), Error);
+    EXPECT_THROW(host_in.to(Device::GPU).data(), Error);
+}
+
+TEST(ModelErrors, ForcedGpuWithoutDeviceFailsClearly) {
+    if (gpu_available()) GTEST_SKIP() << "a GPU is present; this checks the no-GPU path";
+    try {
+        Conv2dMinTanhTanh m(1, 2, 1, DeviceChoice::GPU);
+        FAIL() << "expected an error";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("gpu"), std::string::npos) << e.what();
+    }
+    // Auto falls back to the CPU.
+    Conv2dMinTanhTanh m(1, 2, 1, DeviceChoice::Auto);
+    EXPECT_EQ(m.device(), Device::CPU);
+}
+
+}  // namespace
