@@ -109,7 +109,7 @@ public:
             blocks::groupnorm_apply(input, s, gamma, beta, cpg, v.x, v.y, v.z, v.c, v.n);
     }
     void schedule() {
-        schedules::schedule_block({s.rows, s.mean, s.m2, s.groups}, output);
+        schedules::schedule_block({s.cols, s.mean, s.m2, s.groups}, output);
     }
 
 private:

@@ -83,35 +83,38 @@ GroupNormStats groupnorm_stats(Func f5, Expr width, Expr height, Expr depth,
                                Expr channels_per_group, Expr eps, const std::string &name) {
     V v;
     GroupNormStats s;
-    s.r_row = RDom(0, width, name + "_rrow");
-    s.r_mean = RDom(0, height, 0, depth, 0, channels_per_group, name + "_rmean");
-    s.r_m2 = RDom(0, height, 0, depth, 0, channels_per_group, name + "_rm2");
-    s.rows = Func(name + "_rows");
+    s.r_col = RDom(0, height, name + "_rcol");
+    s.r_mean = RDom(0, width, 0, depth, 0, channels_per_group, name + "_rmean");
+    s.r_m2 = RDom(0, width, 0, depth, 0, channels_per_group, name + "_rm2");
+    s.cols = Func(name + "_cols");
     s.mean = Func(name + "_mean");
     s.m2 = Func(name + "_m2");
     s.groups = Func(name + "_groups");
 
     // Welford: after k values, mean_k = mean + (v - mean) / k and
     // m2_k = m2 + (v - mean) * (v - mean_k).
-    s.rows(v.y, v.z, v.c, v.n) = {0.0f, 0.0f};
-    Expr val = f5(s.r_row, v.y, v.z, v.c, v.n);
-    Expr old_mean = s.rows(v.y, v.z, v.c, v.n)[0];
-    Expr new_mean = old_mean + (val - old_mean) / cast<float>(s.r_row + 1);
-    s.rows(v.y, v.z, v.c, v.n) = {new_mean,
-                                  s.rows(v.y, v.z, v.c, v.n)[1] + (val - old_mean) * (val - new_mean)};
+    s.cols(v.x, v.z, v.c, v.n) = {0.0f, 0.0f};
+    Expr val = f5(v.x, s.r_col, v.z, v.c, v.n);
+    Expr old_mean = s.cols(v.x, v.z, v.c, v.n)[0];
+    Expr new_mean = old_mean + (val - old_mean) / cast<float>(s.r_col + 1);
+    s.cols(v.x, v.z, v.c, v.n) = {new_mean,
+                                  s.cols(v.x, v.z, v.c, v.n)[1] + (val - old_mean) * (val - new_mean)};
 
-    Expr rows_per_group = cast<float>(height * depth * channels_per_group);
+    Expr cols_per_group = cast<float>(width * depth * channels_per_group);
     const RDom &rm = s.r_mean;
+    // Sum the column means relative to the group's first column mean, so the
+    // float32 sum holds small deviations instead of growing to cols * mean.
+    Expr shift = s.cols(0, 0, v.g * channels_per_group, v.n)[0];
     s.mean(v.g, v.n) = 0.0f;
-    s.mean(v.g, v.n) += s.rows(rm.x, rm.y, v.g * channels_per_group + rm.z, v.n)[0];
-    s.mean(v.g, v.n) = s.mean(v.g, v.n) / rows_per_group;
+    s.mean(v.g, v.n) += s.cols(rm.x, rm.y, v.g * channels_per_group + rm.z, v.n)[0] - shift;
+    s.mean(v.g, v.n) = shift + s.mean(v.g, v.n) / cols_per_group;
 
     const RDom &r2 = s.r_m2;
     Expr c2 = v.g * channels_per_group + r2.z;
-    Expr dev = s.rows(r2.x, r2.y, c2, v.n)[0] - s.mean(v.g, v.n);
+    Expr dev = s.cols(r2.x, r2.y, c2, v.n)[0] - s.mean(v.g, v.n);
     s.m2(v.g, v.n) = 0.0f;
-    s.m2(v.g, v.n) += s.rows(r2.x, r2.y, c2, v.n)[1] + cast<float>(width) * dev * dev;
-    Expr count = cast<float>(width) * rows_per_group;
+    s.m2(v.g, v.n) += s.cols(r2.x, r2.y, c2, v.n)[1] + cast<float>(height) * dev * dev;
+    Expr count = cast<float>(height) * cols_per_group;
     s.groups(v.g, v.n) = {s.mean(v.g, v.n), 1.0f / sqrt(s.m2(v.g, v.n) / count + eps)};
     return s;
 }
@@ -144,7 +147,7 @@ Expr uniform01(Expr seed, Expr index) {
 Expr dropout(Expr v, Expr index, Expr seed, Expr p, Expr training) {
     Expr keep = uniform01(seed, index) >= p;
     // Survivors are exactly v / (1 - p); dropped ones are v * 0 (NaN stays NaN).
-    return select(training, select(keep, v / (1.0f - p), v * 0.0f), v);
+    return select(training, select(keep, v / (1.0f - p), strict_float(v * 0.0f)), v);
 }
 
 }  // namespace fusedconv::blocks

@@ -71,18 +71,20 @@ struct Softmax {
 Softmax softmax_over_channels(Func f4, Expr channels, const std::string &name = "softmax");
 
 // GroupNorm statistics of a 3D activation f(x, y, z, c, n), computed in a
-// numerically safe way: each row (fixed y, z, c, n) gets its mean and its sum
-// of squared deviations from that mean by Welford's one-pass update; rows
-// (all of the same width w) are combined with Chan's parallel formula
-//   mean = mean over rows of mean_row,
-//   M2   = sum over rows of [ m2_row + w * (mean_row - mean)^2 ],
-// so no E[x^2] - E[x]^2 cancellation happens in float32.
+// numerically safe way: each column (fixed x, z, c, n; all y) gets its mean
+// and its sum of squared deviations from that mean by Welford's one-pass
+// update; columns (all of the same height h) are combined with Chan's
+// parallel formula
+//   mean = mean over columns of mean_col,
+//   M2   = sum over columns of [ m2_col + h * (mean_col - mean)^2 ],
+// so no E[x^2] - E[x]^2 cancellation happens in float32. Columns rather than
+// rows: neighbouring columns read neighbouring addresses.
 struct GroupNormStats {
-    Func rows;      // (y, z, c, n) -> {row mean, row m2}
+    Func cols;      // (x, z, c, n) -> {column mean, column m2}
     Func mean;      // (g, n)
     Func m2;        // (g, n)
     Func groups;    // (g, n) -> {mean, rstd = 1 / sqrt(m2 / count + eps)}
-    RDom r_row, r_mean, r_m2;
+    RDom r_col, r_mean, r_m2;
 };
 GroupNormStats groupnorm_stats(Func f5, Expr width, Expr height, Expr depth,
                                Expr channels_per_group, Expr eps,

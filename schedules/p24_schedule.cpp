@@ -14,11 +14,12 @@ void unroll_3x3x3(Stage update, const blocks::Conv &conv, const P24Pipeline &p) 
         .unroll(conv.r.z);
 }
 
-// GPU (measured: see the closing note of the issue that set it): ONE kernel.
-// Each block owns a tile of output pixels of one sample; the depth-min of
-// every channel of the tile lives in shared memory, each thread computes its
-// pixel's convolution channel by channel and depth by depth (the conv value
-// never leaves registers), then the softmax reads the shared min.
+// GPU: ONE kernel. Each block owns a tile of output pixels of one sample; the
+// depth-min of every channel of the tile lives in shared memory. Each thread
+// computes its pixel's convolutions a block of channels at a time, depth by
+// depth (the block's conv values never leave registers; the conv clamps its
+// channel index, so the last block may run past Cout unconsumed), then the
+// softmax reads the shared min.
 void gpu(P24Pipeline &p, const P24Params &t) {
     blocks::V v;
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
@@ -35,10 +36,18 @@ void gpu(P24Pipeline &p, const P24Params &t) {
         .store_in(MemoryType::GPUShared)
         .reorder(v.c, v.x, v.y, v.n)
         .gpu_threads(v.x, v.y);
-    mn.update().reorder(p.min_depth.r.x, v.c, v.x, v.y, v.n).gpu_threads(v.x, v.y);
+    Var co("co"), ci("ci");
+    mn.update()
+        .split(v.c, co, ci, t.gpu_channel_block, TailStrategy::GuardWithIf)
+        .reorder(ci, p.min_depth.r.x, co, v.x, v.y, v.n)
+        .unroll(ci)
+        .gpu_threads(v.x, v.y);
 
-    p.conv.f.compute_at(mn, p.min_depth.r.x);
-    unroll_3x3x3(p.conv.f.update(), p.conv, p);
+    Func conv = p.conv.f;
+    conv.compute_at(mn, p.min_depth.r.x).bound_extent(v.c, t.gpu_channel_block).unroll(v.c);
+    Stage upd = conv.update();
+    upd.reorder(v.c, p.conv.r.x, p.conv.r.y, p.conv.r.z, p.conv.r.w).unroll(v.c);
+    unroll_3x3x3(upd, p.conv, p);
 }
 
 // CPU: rows of (sample, y) in parallel, vectorized over x; per row, the

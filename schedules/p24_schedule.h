@@ -13,6 +13,9 @@ struct P24Params {
     // of the depth-min in shared memory (the runtime checks this fits 48 KB).
     Halide::GeneratorParam<int> gpu_tile_x{"gpu_tile_x", 16};
     Halide::GeneratorParam<int> gpu_tile_y{"gpu_tile_y", 8};
+    // GPU: output channels whose convolutions a thread accumulates at once
+    // in registers, reusing each input value that many times.
+    Halide::GeneratorParam<int> gpu_channel_block{"gpu_channel_block", 8};
     // CPU: vector width over x.
     Halide::GeneratorParam<int> cpu_vector{"cpu_vector", 8};
 };

@@ -15,27 +15,28 @@ void unroll_3x3x3(Stage update, const P83Pipeline &p) {
 
 // The conv is cheap here (Cin * k^3 = 81 multiply-adds per output) next to
 // moving its 441 MB result through memory twice, so it is recomputed where it
-// is needed rather than kept: once in the row statistics (a clone of it) and
-// once in the output kernel, each time in registers.
+// is needed rather than kept: once in the column statistics (a clone of it)
+// and once in the output kernel, each time in registers.
 //
-// GPU: three kernels. (1) per row: Welford mean and M2, one thread per row,
-// (2) tiny: per (group, sample) mean and 1/std, (3) per element: conv,
+// GPU: three kernels. (1) per column (x, z, c, n): Welford mean and M2 over
+// y, one thread per column, neighbouring threads on neighbouring x;
+// (2) tiny: per (group, sample) mean and 1/std; (3) per element: conv,
 // normalize, min, clamp, dropout.
 void gpu(P83Pipeline &p, const P83Params &t) {
     blocks::V v;
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), zc("zc"), zcn("zcn"), zo("zo"), zi("zi");
     auto &s = p.stats;
 
-    // A wrapper keeps the row statistics' init and update in one kernel.
-    Func rows = s.rows.in();
-    rows.compute_root()
+    // A wrapper keeps the column statistics' init and update in one kernel.
+    Func cols = s.cols.in();
+    cols.compute_root()
         .fuse(v.z, v.c, zc)
         .fuse(zc, v.n, zcn)
-        .gpu_tile(v.y, zcn, yo, zo, yi, zi, t.gpu_rows_y, t.gpu_rows_zcn, TailStrategy::GuardWithIf);
-    s.rows.compute_at(rows, yi);
-    Func conv_rows = p.conv.f.clone_in(s.rows);
-    conv_rows.compute_at(s.rows, s.r_row.x);
-    unroll_3x3x3(conv_rows.update(), p);
+        .gpu_tile(v.x, zcn, xo, zo, xi, zi, t.gpu_cols_x, t.gpu_cols_zcn, TailStrategy::GuardWithIf);
+    s.cols.compute_at(cols, xi);
+    Func conv_cols = p.conv.f.clone_in(s.cols);
+    conv_cols.compute_at(s.cols, s.r_col.x);
+    unroll_3x3x3(conv_cols.update(), p);
 
     s.groups.compute_root().gpu_tile(v.g, v.n, xo, yo, xi, yi, 8, 8, TailStrategy::GuardWithIf);
     s.mean.compute_at(s.groups, xi);
@@ -51,21 +52,22 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     unroll_3x3x3(p.conv.f.update(), p);
 }
 
-// CPU: the same three stages, each parallel over rows and vectorized over x
-// where x is a pure dimension.
+// CPU: the same three stages, each parallel over planes and vectorized over x.
 void cpu(P83Pipeline &p, const P83Params &t) {
     blocks::V v;
     Var zc("zc"), zcn("zcn"), yz("yz"), yzc("yzc"), yzcn("yzcn");
     const int vec = t.cpu_vector;
     auto &s = p.stats;
 
-    s.rows.compute_root().fuse(v.z, v.c, zc).fuse(zc, v.n, zcn).parallel(zcn);
-    s.rows.update().fuse(v.z, v.c, zc).fuse(zc, v.n, zcn).parallel(zcn);
-    Func conv_rows = p.conv.f.clone_in(s.rows);
-    conv_rows.compute_at(s.rows, v.y).vectorize(v.x, vec, TailStrategy::GuardWithIf);
-    conv_rows.update().reorder(v.x, p.conv.r.x, p.conv.r.y, p.conv.r.z, p.conv.r.w)
+    s.cols.compute_root().fuse(v.z, v.c, zc).fuse(zc, v.n, zcn).parallel(zcn)
         .vectorize(v.x, vec, TailStrategy::GuardWithIf);
-    unroll_3x3x3(conv_rows.update(), p);
+    s.cols.update().reorder(v.x, s.r_col.x).fuse(v.z, v.c, zc).fuse(zc, v.n, zcn).parallel(zcn)
+        .vectorize(v.x, vec, TailStrategy::GuardWithIf);
+    Func conv_cols = p.conv.f.clone_in(s.cols);
+    conv_cols.compute_at(s.cols, s.r_col.x).vectorize(v.x, vec, TailStrategy::GuardWithIf);
+    conv_cols.update().reorder(v.x, p.conv.r.x, p.conv.r.y, p.conv.r.z, p.conv.r.w)
+        .vectorize(v.x, vec, TailStrategy::GuardWithIf);
+    unroll_3x3x3(conv_cols.update(), p);
 
     s.groups.compute_root().parallel(v.n);
     s.mean.compute_at(s.groups, v.g);

@@ -6,9 +6,9 @@
 namespace fusedconv::schedules {
 
 struct P83Params {
-    // GPU statistics kernel: rows (y, z*c*n) per block, one thread per row.
-    Halide::GeneratorParam<int> gpu_rows_y{"gpu_rows_y", 32};
-    Halide::GeneratorParam<int> gpu_rows_zcn{"gpu_rows_zcn", 4};
+    // GPU statistics kernel: columns (x, z*c*n) per block, one thread per column.
+    Halide::GeneratorParam<int> gpu_cols_x{"gpu_cols_x", 32};
+    Halide::GeneratorParam<int> gpu_cols_zcn{"gpu_cols_zcn", 4};
     // GPU output kernel: output pixels per block, one thread per pixel.
     Halide::GeneratorParam<int> gpu_tile_x{"gpu_tile_x", 32};
     Halide::GeneratorParam<int> gpu_tile_y{"gpu_tile_y", 8};

@@ -257,6 +257,11 @@ struct ConvCase {
     Shape kernel;   // same rank
 };
 
+void PrintTo(const ConvCase &c, std::ostream *os) {
+    *os << "N " << c.n << ", Cin " << c.cin << ", Cout " << c.cout << ", spatial "
+        << shape_str(c.spatial) << ", kernel " << shape_str(c.kernel);
+}
+
 std::string conv_case_name(const ::testing::TestParamInfo<ConvCase> &info) {
     const ConvCase &c = info.param;
     std::string s = "N" + std::to_string(c.n) + "_Cin" + std::to_string(c.cin) + "_Cout" +
@@ -518,6 +523,10 @@ struct GroupNormCase {
     Shape shape;  // (N, C, D, H, W)
     int groups;
 };
+
+void PrintTo(const GroupNormCase &c, std::ostream *os) {
+    *os << "shape " << shape_str(c.shape) << ", groups " << c.groups;
+}
 
 std::string gn_case_name(const ::testing::TestParamInfo<GroupNormCase> &info) {
     std::string s;

@@ -12,6 +12,11 @@
 #include <random>
 #include <sstream>
 
+namespace fusedconv {
+// Readable test names in ctest ("... GetParam() = gpu").
+void PrintTo(DeviceChoice d, std::ostream *os) { *os << (d == DeviceChoice::GPU ? "gpu" : "cpu"); }
+}  // namespace fusedconv
+
 namespace {
 
 using namespace fusedconv;
