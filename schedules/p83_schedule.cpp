@@ -22,6 +22,10 @@ void unroll_3x3x3(Stage update, const P83Pipeline &p) {
 // y, one thread per column, neighbouring threads on neighbouring x;
 // (2) tiny: per (group, sample) mean and 1/std; (3) per element: conv,
 // normalize, min, clamp, dropout.
+// Measured 2026-11-21, NVIDIA H200, default shape (128, 3, 16, 64, 64):
+// 7.38 ms median; ncu: column statistics 3.2 ms, group statistics 0.2 ms,
+// output 3.8 ms, both large kernels bound by load instructions (LSU ~70%).
+// One thread per row instead of per column (uncoalesced): 40.9 ms.
 void gpu(P83Pipeline &p, const P83Params &t) {
     blocks::V v;
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), zc("zc"), zcn("zcn"), zo("zo"), zi("zi");
