@@ -7,6 +7,7 @@
 #include "fusedconv/tensor.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,15 @@ struct RunOptions {
     int reps = 0;        // 0: 20 on the GPU, 3 on the CPU
     int samples = 256;   // output positions checked against float64
     uint64_t seed = 0;
+    float scale = 2.0f;  // p32's scale_factor
+    bool eval = false;   // p83: eval mode (dropout is the identity); default training
+    // --weights / --input (main loads the files): a PyTorch state_dict for the
+    // model's parameters and a host input whose shape replaces the default
+    // one. Paths "": the seeded init and a seeded random input.
+    std::string weights_path, input_path;
+    std::map<std::string, Tensor> weights;
+    Tensor input;
+    std::string output_path;  // --output: the output after the timed runs, key "output"
 };
 
 struct RunResult {
@@ -26,7 +36,7 @@ struct RunResult {
     Shape input_shape, output_shape;
     Device device = Device::CPU;
     double median_ms = 0, min_ms = 0;
-    double max_abs_err = 0;
+    double max_err = 0;
     std::vector<std::string> notes;  // extra checks, e.g. softmax row sums
     bool ok = false;
     std::string error;  // set when the run threw

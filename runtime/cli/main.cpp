@@ -1,12 +1,18 @@
 // fusedconv: runs the four models at their default shapes on the best
 // available device, times them and checks each against a float64 reference.
+// With --weights / --input / --output (one model), parameters and input come
+// from PyTorch safetensors files and the output goes to one.
 #include "checks.h"
 
 #include "fusedconv/error.h"
+#include "fusedconv/safetensors.h"
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 
 namespace {
@@ -21,6 +27,36 @@ std::vector<std::string> split_list(const std::string &s) {
     return out;
 }
 
+// --input: the tensor "input" of the file, or its only tensor.
+fusedconv::Tensor pick_input(const std::map<std::string, fusedconv::Tensor> &tensors,
+                             const std::string &path) {
+    auto it = tensors.find("input");
+    if (it != tensors.end()) return it->second;
+    if (tensors.size() == 1) return tensors.begin()->second;
+    std::string keys;
+    for (const auto &entry : tensors) keys += (keys.empty() ? "'" : ", '") + entry.first + "'";
+    throw fusedconv::Error("--input: safetensors file '" + path + "' has no tensor \"input\" (" +
+                           (tensors.empty() ? std::string("it holds no tensors")
+                                            : "it holds " + std::to_string(tensors.size()) +
+                                                  ": " + keys) +
+                           "); store the input under the key \"input\"");
+}
+
+// --output: fails before any work when the file cannot be created there.
+void check_output_path(const std::string &path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (path.empty()) throw fusedconv::Error("--output: empty file name");
+    if (fs::is_directory(path, ec)) {
+        throw fusedconv::Error("--output: '" + path + "' is a directory");
+    }
+    fs::path dir = fs::path(path).parent_path();
+    if (!dir.empty() && !fs::is_directory(dir, ec)) {
+        throw fusedconv::Error("--output: directory '" + dir.string() + "' of '" + path +
+                               "' does not exist");
+    }
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -33,8 +69,9 @@ int main(int argc, char **argv) {
         ->capture_default_str();
     app.add_option("-d,--device", device, "auto (GPU when usable), cpu or gpu")
         ->capture_default_str();
-    app.add_option("-b,--batch", opt.batch, "Batch size (0: each model's default)")
-        ->check(CLI::NonNegativeNumber);
+    CLI::Option *batch_opt =
+        app.add_option("-b,--batch", opt.batch, "Batch size (0: each model's default)")
+            ->check(CLI::NonNegativeNumber);
     app.add_option("-r,--reps", opt.reps, "Timed repetitions (0: 20 on GPU, 3 on CPU)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("-w,--warmup", opt.warmup, "Untimed warm-up runs (default: 3 on GPU, 1 on CPU)")
@@ -43,6 +80,23 @@ int main(int argc, char **argv) {
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
     app.add_option("--seed", opt.seed, "Seed of the inputs and parameters")->capture_default_str();
+    CLI::Option *weights_opt =
+        app.add_option("--weights", opt.weights_path,
+                       "Parameters from a safetensors PyTorch state_dict (one model)")
+            ->type_name("FILE");
+    CLI::Option *input_opt =
+        app.add_option("--input", opt.input_path,
+                       "Input: tensor \"input\" (or the only one) of a safetensors file; its "
+                       "shape replaces the default (one model, no --batch)")
+            ->type_name("FILE");
+    CLI::Option *output_opt =
+        app.add_option("--output", opt.output_path,
+                       "Save the output of the timed runs as tensor \"output\" (one model)")
+            ->type_name("FILE");
+    CLI::Option *scale_opt =
+        app.add_option("--scale", opt.scale, "p32's scale_factor")->capture_default_str();
+    CLI::Option *eval_opt = app.add_flag(
+        "--eval", opt.eval, "p83 in eval mode: dropout is the identity (default: training mode)");
     CLI11_PARSE(app, argc, argv);
 
     std::vector<std::string> names = split_list(models);
@@ -54,10 +108,35 @@ int main(int argc, char **argv) {
             for (const std::string &k : cli::model_names()) known = known || k == n;
             if (!known) throw Error("unknown model '" + n + "' (expected p24, p25, p32 or p83)");
         }
+        auto named = [&](const char *m) {
+            return std::find(names.begin(), names.end(), m) != names.end();
+        };
+        const bool files = weights_opt->count() || input_opt->count() || output_opt->count();
+        if (files && names.size() != 1) {
+            throw Error("--weights, --input and --output need exactly one model in --models, "
+                        "got '" + models + "'");
+        }
+        if (input_opt->count() && batch_opt->count()) {
+            throw Error("--batch cannot be combined with --input: the input's shape sets the "
+                        "batch");
+        }
+        if (scale_opt->count() && !named("p32")) {
+            throw Error("--scale sets p32's scale_factor, but p32 is not in --models");
+        }
+        if (!std::isfinite(opt.scale)) throw Error("--scale must be a finite number");
+        if (eval_opt->count() && !named("p83")) {
+            throw Error("--eval sets p83's dropout mode, but p83 is not in --models");
+        }
+        if (output_opt->count()) check_output_path(opt.output_path);
         if (opt.device == DeviceChoice::Auto && !gpu_available()) {
             std::printf("note: running on the CPU (%s)\n", gpu_unavailable_reason().c_str());
         }
         resolve(opt.device);  // a forced but unusable GPU fails here, before any work
+        // Malformed files fail here too, before any work.
+        if (weights_opt->count()) opt.weights = load_safetensors(opt.weights_path);
+        if (input_opt->count()) {
+            opt.input = pick_input(load_safetensors(opt.input_path), opt.input_path);
+        }
     } catch (const Error &e) {
         std::fprintf(stderr, "fusedconv: %s\n", e.what());
         return 2;
@@ -76,7 +155,7 @@ int main(int argc, char **argv) {
         std::printf("%-4s %-36s %-24s %-18s %-4s %11.3f %11.3f %10.2e  %s\n", n.c_str(),
                     r.description.c_str(), shape_string(r.input_shape).c_str(),
                     shape_string(r.output_shape).c_str(), to_string(r.device).c_str(),
-                    r.median_ms, r.min_ms, r.max_abs_err, r.ok ? "ok" : "FAIL");
+                    r.median_ms, r.min_ms, r.max_err, r.ok ? "ok" : "FAIL");
         for (const std::string &note : r.notes) std::printf("     %s\n", note.c_str());
         std::fflush(stdout);
     }

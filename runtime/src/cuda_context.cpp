@@ -29,6 +29,10 @@ struct Driver {
     CUresult (*cuCtxSynchronize)() = nullptr;
     CUresult (*cuMemGetInfo)(size_t *, size_t *) = nullptr;
     CUresult (*cuGetErrorString)(CUresult, const char **) = nullptr;
+    CUresult (*cuDeviceGetName)(char *, int, CUdevice) = nullptr;
+    CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice) = nullptr;
+    CUresult (*cuDeviceTotalMem)(size_t *, CUdevice) = nullptr;
+    CUdevice device = 0;
     CUcontext primary = nullptr;
     std::string failure;  // "" when usable
 };
@@ -70,7 +74,10 @@ std::string try_init() {
         !load(lib, "cuCtxPushCurrent_v2", d.cuCtxPushCurrent) ||
         !load(lib, "cuCtxPopCurrent_v2", d.cuCtxPopCurrent) ||
         !load(lib, "cuCtxSynchronize", d.cuCtxSynchronize) ||
-        !load(lib, "cuMemGetInfo_v2", d.cuMemGetInfo)) {
+        !load(lib, "cuMemGetInfo_v2", d.cuMemGetInfo) ||
+        !load(lib, "cuDeviceGetName", d.cuDeviceGetName) ||
+        !load(lib, "cuDeviceGetAttribute", d.cuDeviceGetAttribute) ||
+        !load(lib, "cuDeviceTotalMem_v2", d.cuDeviceTotalMem)) {
         return "the CUDA driver lacks a required entry point";
     }
     load(lib, "cuGetErrorString", d.cuGetErrorString);
@@ -80,6 +87,7 @@ std::string try_init() {
     if (count < 1) return "no CUDA device is present";
     CUdevice dev = 0;
     if (CUresult r = d.cuDeviceGet(&dev, 0)) return "cuDeviceGet failed: " + describe(r);
+    d.device = dev;
     if (CUresult r = d.cuDevicePrimaryCtxRetain(&d.primary, dev)) {
         return "cuDevicePrimaryCtxRetain failed: " + describe(r);
     }
@@ -122,6 +130,31 @@ void memory_info(size_t *free_bytes, size_t *total_bytes) {
     if (CUresult r = with_context([&] { return driver().cuMemGetInfo(free_bytes, total_bytes); })) {
         throw Error("cuMemGetInfo failed: " + describe(r));
     }
+}
+
+Attributes attributes() {
+    if (!init().empty()) throw Error("GPU unavailable: " + init());
+    Driver &d = driver();
+    Attributes a;
+    char name[256] = {0};
+    if (CUresult r = d.cuDeviceGetName(name, sizeof name - 1, d.device)) {
+        throw Error("cuDeviceGetName failed: " + describe(r));
+    }
+    a.name = name;
+    // CUdevice_attribute values from cuda.h; an attribute the driver no
+    // longer reports is left at 0.
+    auto attr = [&](int which) {
+        int v = 0;
+        return d.cuDeviceGetAttribute(&v, which, d.device) == 0 ? v : 0;
+    };
+    a.clock_khz = attr(13);        // CU_DEVICE_ATTRIBUTE_CLOCK_RATE
+    a.sm_count = attr(16);         // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+    a.mem_clock_khz = attr(36);    // CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE
+    a.bus_width_bits = attr(37);   // CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH
+    a.cc_major = attr(75);         // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+    a.cc_minor = attr(76);         // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+    d.cuDeviceTotalMem(&a.total_bytes, d.device);
+    return a;
 }
 
 }  // namespace fusedconv::cuda

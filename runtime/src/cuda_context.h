@@ -15,5 +15,13 @@ const std::string &init();
 void synchronize();
 // Free and total device memory in bytes; throws Error when unavailable.
 void memory_info(size_t *free_bytes, size_t *total_bytes);
+// Device 0's name and attributes; throws Error when unavailable.
+struct Attributes {
+    std::string name;
+    int sm_count = 0, cc_major = 0, cc_minor = 0, clock_khz = 0, mem_clock_khz = 0,
+        bus_width_bits = 0;
+    size_t total_bytes = 0;
+};
+Attributes attributes();
 
 }  // namespace fusedconv::cuda

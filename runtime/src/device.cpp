@@ -4,6 +4,8 @@
 
 #include "cuda_context.h"
 
+#include "HalideRuntimeCuda.h"
+
 namespace fusedconv {
 
 bool gpu_available() { return cuda::init().empty(); }
@@ -33,5 +35,27 @@ DeviceChoice parse_device_choice(const std::string &name) {
 }
 
 void synchronize() { cuda::synchronize(); }
+
+GpuInfo gpu_info() {
+    cuda::Attributes a = cuda::attributes();
+    GpuInfo g;
+    g.name = a.name;
+    g.sm_count = a.sm_count;
+    g.cc_major = a.cc_major;
+    g.cc_minor = a.cc_minor;
+    g.sm_clock_mhz = a.clock_khz / 1000.0;
+    g.mem_clock_mhz = a.mem_clock_khz / 1000.0;
+    g.bus_width_bits = a.bus_width_bits;
+    g.total_bytes = a.total_bytes;
+    return g;
+}
+
+void gpu_memory(size_t *free_bytes, size_t *total_bytes) {
+    cuda::memory_info(free_bytes, total_bytes);
+}
+
+void release_cached_gpu_memory() {
+    if (gpu_available()) halide_cuda_release_unused_device_allocations(nullptr);
+}
 
 }  // namespace fusedconv

@@ -26,4 +26,18 @@ DeviceChoice parse_device_choice(const std::string &name);
 // the GPU was never used).
 void synchronize();
 
+// What the CUDA driver reports of device 0 (throws Error without a GPU).
+struct GpuInfo {
+    std::string name;
+    int sm_count = 0, cc_major = 0, cc_minor = 0;
+    double sm_clock_mhz = 0, mem_clock_mhz = 0;  // 0 when the driver does not say
+    int bus_width_bits = 0;
+    size_t total_bytes = 0;
+};
+GpuInfo gpu_info();
+// Free and total device memory in bytes (throws Error without a GPU).
+void gpu_memory(size_t *free_bytes, size_t *total_bytes);
+// Returns the device allocations Halide keeps for reuse to the driver.
+void release_cached_gpu_memory();
+
 }  // namespace fusedconv

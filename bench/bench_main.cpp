@@ -1,0 +1,379 @@
+// fusedconv_bench: times each model's Halide pipeline on the GPU next to a
+// cuDNN eager baseline (PyTorch eager's structure: a cuDNN convolution, then
+// one kernel per epilogue op, each intermediate in global memory) in strict
+// FP32 and in TF32, in one run; checks every output against float64 on
+// sampled positions and against each other; derives achieved TFLOP/s, GB/s
+// and roofline fractions; merges the records into bench/results/<device>.json.
+#include "problems.h"
+#include "results.h"
+#include "roofline.h"
+
+#include "fusedconv/error.h"
+#include "fusedconv/models.h"
+#include "reference.h"
+#include "sampled_check.h"
+
+#ifdef FUSEDCONV_BENCH_CUDA
+#include "cudnn_eager.h"
+#include "gpu_ceilings.h"
+#endif
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+
+#ifndef FUSEDCONV_COMMIT
+#define FUSEDCONV_COMMIT "unknown"
+#endif
+
+namespace fusedconv::bench {
+namespace {
+
+using nlohmann::json;
+using reference::HostTensor;
+
+struct Options {
+    std::vector<std::string> problems = {"p24", "p25", "p32", "p83"};
+    std::vector<std::string> shapes;  // "p24=2,3,24,32,32"
+    std::vector<std::string> systems = {"halide", "cudnn-eager-fp32", "cudnn-eager-tf32"};
+    int reps = 30, warmup = 3, samples = 64;
+    std::string results;  // "" -> bench/results/<slug>.json; "-" -> none
+    bool measure_ceilings = true;
+};
+
+struct Timing {
+    double median_ms = 0, min_ms = 0;
+};
+
+Timing time_runs(const std::function<void()> &run, int warmup, int reps) {
+    for (int i = 0; i < warmup; ++i) run();
+    synchronize();
+    std::vector<double> ms;
+    for (int i = 0; i < reps; ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        run();
+        synchronize();
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    size_t h = ms.size() / 2;
+    return {ms.size() % 2 ? ms[h] : 0.5 * (ms[h - 1] + ms[h]), ms.front()};
+}
+
+Tensor random_input(const Shape &shape, uint64_t seed) {
+    Tensor t = Tensor::empty(shape, Device::CPU);
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> dist(0.0f, 1.0f);  // torch.rand, as KernelBench
+    for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = dist(rng);
+    return t;
+}
+
+HostTensor host(const Tensor &t) {
+    std::vector<float> v = t.to_vector();
+    return reference::from_float(t.shape(), v.data());
+}
+
+// The model of a problem at its KernelBench init arguments (seeded init).
+std::unique_ptr<Model> make_model(const Problem &p) {
+    const DeviceChoice gpu = DeviceChoice::GPU;
+    if (p.id == "p24") return std::make_unique<Conv3dMinSoftmax>(3, 24, 3, 2, gpu, 0);
+    if (p.id == "p25") return std::make_unique<Conv2dMinTanhTanh>(16, 64, 3, gpu, 0);
+    if (p.id == "p32") return std::make_unique<Conv2dScaleMin>(64, 128, 3, 2.0f, gpu, 0);
+    return std::make_unique<Conv3dGroupNormMinClampDropout>(3, 16, 3, 8, 0.0f, 1.0f, 0.2f, gpu, 0);
+}
+
+const Tensor &weight_of(const Model &m) {
+    if (auto *x = dynamic_cast<const Conv3dMinSoftmax *>(&m)) return x->conv_weight();
+    if (auto *x = dynamic_cast<const Conv2dMinTanhTanh *>(&m)) return x->conv_weight();
+    if (auto *x = dynamic_cast<const Conv2dScaleMin *>(&m)) return x->conv_weight();
+    return dynamic_cast<const Conv3dGroupNormMinClampDropout &>(m).conv_weight();
+}
+const Tensor &bias_of(const Model &m) {
+    if (auto *x = dynamic_cast<const Conv3dMinSoftmax *>(&m)) return x->conv_bias();
+    if (auto *x = dynamic_cast<const Conv2dMinTanhTanh *>(&m)) return x->conv_bias();
+    if (auto *x = dynamic_cast<const Conv2dScaleMin *>(&m)) return x->conv_bias();
+    return dynamic_cast<const Conv3dGroupNormMinClampDropout &>(m).conv_bias();
+}
+
+reference::P83Args p83_args(const Conv3dGroupNormMinClampDropout &m) {
+    return {m.groups(), m.eps(), m.min_value(), m.clamp_min(), m.clamp_max(),
+            m.dropout_p(), m.training(), m.dropout_seed()};
+}
+
+// Float64 check of one output on sampled positions.
+reference::SampleReport check(const Problem &p, const Model &m, const HostTensor &in,
+                              const std::vector<float> &out, const Shape &out_shape, int samples) {
+    HostTensor w = host(weight_of(m)), b = host(bias_of(m));
+    if (p.id == "p24") return reference::check_p24(in, w, b, out.data(), out_shape, samples, 24);
+    if (p.id == "p25") return reference::check_p25(in, w, b, out.data(), out_shape, samples, 25);
+    if (p.id == "p32") {
+        double scale = dynamic_cast<const Conv2dScaleMin &>(m).scale_factor();
+        return reference::check_p32(in, w, b, scale, out.data(), out_shape, samples, 32);
+    }
+    auto &g = dynamic_cast<const Conv3dGroupNormMinClampDropout &>(m);
+    return reference::check_p83(in, w, b, host(g.norm_weight()), host(g.norm_bias()), p83_args(g),
+                                out.data(), out_shape, samples, 83);
+}
+
+double max_abs_diff(const std::vector<float> &a, const std::vector<float> &b) {
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+        double d = std::abs(double(a[i]) - double(b[i]));
+        worst = std::max(worst, std::isnan(d) ? INFINITY : d);
+    }
+    return worst;
+}
+
+double mb(double bytes) { return bytes / 1e6; }
+
+struct Row {
+    std::string problem, system;
+    Timing t;
+    Roofline roof;
+    double err = 0, diff = -1, peak_mb = 0;
+};
+
+class Bench {
+public:
+    Bench(const Options &o, const Ceilings &c, const GpuInfo &info) : o_(o), c_(c), info_(info) {}
+
+    void run(const Problem &p, const Shape &shape) {
+        release_cached_gpu_memory();
+        size_t free0 = 0, total = 0;
+        gpu_memory(&free0, &total);
+        std::unique_ptr<Model> model = make_model(p);
+        Tensor host_in = random_input(shape, 1000 + shape[0]);
+        Tensor in = host_in.to(Device::GPU);
+        Shape out_shape = model->output_shape(shape);
+        Tensor out = Tensor::empty(out_shape, Device::GPU);
+        model->forward_into(in, out);
+        synchronize();
+        size_t free1 = 0;
+        gpu_memory(&free1, &total);
+        // With Halide's allocation cache on, the intermediates of the call
+        // above are still held: the drop in free memory is the peak.
+        const double halide_peak = free0 > free1 ? double(free0 - free1) : 0.0;
+
+        const double flops = conv_flops(p, shape), bytes = unavoidable_bytes(p, shape);
+        HostTensor hin = host(host_in);
+        std::vector<float> halide_out;
+        if (wants("halide")) {
+            Timing t = time_runs([&] { model->forward_into(in, out); }, o_.warmup, o_.reps);
+            halide_out = out.to_vector();
+            add(p, shape, "halide", t, check(p, *model, hin, halide_out, out_shape, o_.samples),
+                -1, halide_peak, flops, bytes, "peak = drop in free device memory over one call");
+        }
+#ifdef FUSEDCONV_BENCH_CUDA
+        for (auto [system, math] : {std::make_pair("cudnn-eager-fp32", ConvMath::FP32),
+                                    std::make_pair("cudnn-eager-tf32", ConvMath::TF32)}) {
+            if (!wants(system)) continue;
+            Tensor eager_out = Tensor::empty(out_shape, Device::GPU);
+            std::unique_ptr<EagerModel> eager = make_eager(p, *model, in, eager_out, math);
+            Timing t = time_runs([&] { eager->run(); }, o_.warmup, o_.reps);
+            std::vector<float> got = eager_out.to_vector();
+            double params = 4.0 * (weight_of(*model).numel() + bias_of(*model).numel());
+            double peak = double(eager->device_bytes()) + 4.0 * (in.numel() + eager_out.numel()) + params;
+            add(p, shape, system, t, check(p, *model, hin, got, out_shape, o_.samples),
+                halide_out.empty() ? -1 : max_abs_diff(got, halide_out), peak, flops, bytes,
+                std::to_string(eager->launches()) + " launches; " + eager->conv_algo());
+        }
+#endif
+    }
+
+    void print_table() const {
+        std::printf("\n%-4s %-17s %10s %10s %8s %9s %6s %6s %9s %9s %9s %8s\n", "prob", "system",
+                    "median_ms", "min_ms", "TFLOP/s", "GB/s", "%FMA", "%BW", "err_fp64",
+                    "diff_hal", "peak_MB", "vs_hal");
+        std::map<std::string, double> halide_ms;
+        for (const Row &r : rows_) {
+            if (r.system == "halide") halide_ms[r.problem] = r.t.median_ms;
+        }
+        for (const Row &r : rows_) {
+            auto h = halide_ms.find(r.problem);
+            std::string ratio = h != halide_ms.end() && r.system != "halide"
+                                    ? fmt("%.2fx", r.t.median_ms / h->second)
+                                    : "";
+            std::printf("%-4s %-17s %10.3f %10.3f %8.2f %9.1f %5.1f%% %5.1f%% %9.2e %9s %9.1f %8s\n",
+                        r.problem.c_str(), r.system.c_str(), r.t.median_ms, r.t.min_ms,
+                        r.roof.tflops, r.roof.gbps, 100 * r.roof.fma_frac, 100 * r.roof.mem_frac,
+                        r.err, r.diff < 0 ? "" : fmt("%.2e", r.diff).c_str(), r.peak_mb,
+                        ratio.c_str());
+        }
+        std::printf("(vs_hal: system median / Halide median; diff_hal: max |output - Halide output|)\n");
+    }
+
+    const std::vector<json> &records() const { return records_; }
+
+private:
+    static std::string fmt(const char *f, double v) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, f, v);
+        return buf;
+    }
+
+    bool wants(const std::string &system) const {
+        return std::find(o_.systems.begin(), o_.systems.end(), system) != o_.systems.end();
+    }
+
+#ifdef FUSEDCONV_BENCH_CUDA
+    std::unique_ptr<EagerModel> make_eager(const Problem &p, const Model &m, const Tensor &in,
+                                           Tensor &out, ConvMath math) {
+        auto dev = [](const Tensor &t) { return static_cast<const float *>(t.device_data()); };
+        float *o = static_cast<float *>(out.device_data());
+        const Shape &s = in.shape();
+        const float *w = dev(weight_of(m)), *b = dev(bias_of(m));
+        if (p.id == "p24") return make_p24(dev(in), s, w, b, p.cout, p.k, o, math);
+        if (p.id == "p25") return make_p25(dev(in), s, w, b, p.cout, p.k, o, math);
+        if (p.id == "p32") {
+            float scale = dynamic_cast<const Conv2dScaleMin &>(m).scale_factor();
+            return make_p32(dev(in), s, w, b, p.cout, p.k, scale, o, math);
+        }
+        auto &g = dynamic_cast<const Conv3dGroupNormMinClampDropout &>(m);
+        P83Scalars sc{g.groups(), g.eps(), g.min_value(), g.clamp_min(), g.clamp_max(),
+                      g.dropout_p(), g.training(), g.dropout_seed()};
+        return make_p83(dev(in), s, w, b, dev(g.norm_weight()), dev(g.norm_bias()), p.cout, p.k,
+                        sc, o, math);
+    }
+#endif
+
+    void add(const Problem &p, const Shape &shape, const std::string &system, const Timing &t,
+             const reference::SampleReport &rep, double diff, double peak_bytes, double flops,
+             double bytes, const std::string &note) {
+        Row r{p.id, system, t, roofline(flops, bytes, t.median_ms, c_), rep.max_abs_err, diff,
+              mb(peak_bytes)};
+        rows_.push_back(r);
+        std::printf("%s %-17s median %.3f ms  err_fp64 %.2e\n", p.id.c_str(), system.c_str(),
+                    t.median_ms, rep.max_abs_err);
+        std::fflush(stdout);
+        json j = {{"problem", p.id},
+                  {"system", system},
+                  {"shape", shape},
+                  {"median_ms", t.median_ms},
+                  {"min_ms", t.min_ms},
+                  {"max_abs_err_vs_fp64", rep.max_abs_err},
+                  {"peak_device_mem_mb", r.peak_mb},
+                  {"device", info_.name},
+                  {"date", today()},
+                  {"commit", FUSEDCONV_COMMIT},
+                  {"tflops", r.roof.tflops},
+                  {"gbps", r.roof.gbps},
+                  {"fma_roofline_frac", r.roof.fma_frac},
+                  {"mem_roofline_frac", r.roof.mem_frac},
+                  {"floor_ms", r.roof.floor_ms},
+                  {"reps", o_.reps},
+                  {"samples_checked", o_.samples},
+                  {"note", note}};
+        if (diff >= 0) j["max_abs_diff_vs_halide"] = diff;
+        records_.push_back(j);
+    }
+
+    Options o_;
+    Ceilings c_;
+    GpuInfo info_;
+    std::vector<Row> rows_;
+    std::vector<json> records_;
+};
+
+std::vector<std::string> split(const std::string &s) {
+    std::vector<std::string> out;
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        if (!item.empty()) out.push_back(item);
+    }
+    return out;
+}
+
+int run(int argc, char **argv) {
+    Options o;
+    std::string problems = "p24,p25,p32,p83", systems = "halide,cudnn-eager-fp32,cudnn-eager-tf32";
+    CLI::App app{"fusedconv_bench: Halide pipelines vs cuDNN eager baselines on the GPU, one run"};
+    app.add_option("-p,--problems", problems, "Comma-separated problems")->capture_default_str();
+    app.add_option("--shape", o.shapes,
+                   "Extra input shape to time, PyTorch order, e.g. p24=2,3,24,32,32 (repeatable); "
+                   "the default shapes run unless --only-shapes")
+        ->take_all();
+    bool only_shapes = false;
+    app.add_flag("--only-shapes", only_shapes, "Run only the --shape shapes");
+    app.add_option("-s,--systems", systems, "Comma-separated systems")->capture_default_str();
+    app.add_option("-r,--reps", o.reps, "Timed runs")->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_option("-w,--warmup", o.warmup, "Warm-up runs")->capture_default_str()->check(CLI::NonNegativeNumber);
+    app.add_option("--samples", o.samples, "Output positions checked against float64")
+        ->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_option("--results", o.results,
+                   "Results file to merge into ('-' for none; default bench/results/<device>.json)");
+    app.add_flag("!--no-measure-ceilings", o.measure_ceilings,
+                 "Use the driver's attributes for the roofline instead of measuring copy "
+                 "bandwidth and FMA rate");
+    CLI11_PARSE(app, argc, argv);
+    o.problems = split(problems);
+    o.systems = split(systems);
+
+    try {
+        for (const std::string &s : o.systems) {
+            if (s != "halide" && s != "cudnn-eager-fp32" && s != "cudnn-eager-tf32") {
+                throw Error("unknown system '" + s + "'");
+            }
+#ifndef FUSEDCONV_BENCH_CUDA
+            if (s != "halide") {
+                throw Error("system " + s + " needs the CUDA toolkit and cuDNN at build time");
+            }
+#endif
+        }
+        std::vector<std::pair<const Problem *, Shape>> work;
+        for (const std::string &id : o.problems) {
+            const Problem &p = find_problem(id);
+            if (!only_shapes) work.emplace_back(&p, p.default_input);
+        }
+        for (const std::string &spec : o.shapes) {
+            size_t eq = spec.find('=');
+            if (eq == std::string::npos) throw Error("--shape '" + spec + "': expected ID=N,C,...");
+            const Problem &p = find_problem(spec.substr(0, eq));
+            work.emplace_back(&p, parse_shape(p, spec.substr(eq + 1)));
+        }
+        if (!gpu_available()) {
+            throw Error("fusedconv_bench needs a CUDA GPU: " + gpu_unavailable_reason());
+        }
+        GpuInfo info = gpu_info();
+        Ceilings c = attribute_ceilings(info);
+#ifdef FUSEDCONV_BENCH_CUDA
+        if (o.measure_ceilings) {
+            c.mem_gbps = measure_copy_gbps(size_t(2) << 30);
+            c.fma_tflops = measure_fma_tflops();
+            c.source = "measured (2 GiB device copy; FMA chains)";
+        }
+#endif
+        std::printf("device %s: %d SMs, cc %d.%d; ceilings (%s): %.1f TFLOP/s fp32 FMA, %.0f GB/s\n",
+                    info.name.c_str(), info.sm_count, info.cc_major, info.cc_minor, c.source.c_str(),
+                    c.fma_tflops, c.mem_gbps);
+        Bench bench(o, c, info);
+        for (auto &[p, shape] : work) {
+            std::printf("-- %s %s input %s\n", p->id.c_str(), p->name.c_str(), shape_string(shape).c_str());
+            bench.run(*p, shape);
+        }
+        bench.print_table();
+        if (o.results != "-") {
+            std::string path = o.results.empty() ? "bench/results/" + device_slug(info.name) + ".json" : o.results;
+            merge_into_file(path, bench.records());
+            std::printf("merged %zu records into %s\n", bench.records().size(), path.c_str());
+        }
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "fusedconv_bench: %s\n", e.what());
+        return 2;
+    }
+    return 0;
+}
+
+}  // namespace
+}  // namespace fusedconv::bench
+
+int main(int argc, char **argv) { return fusedconv::bench::run(argc, argv); }

@@ -1,0 +1,72 @@
+#include "results.h"
+
+#include "fusedconv/error.h"
+
+#include <algorithm>
+#include <cctype>
+#include <ctime>
+#include <fstream>
+
+namespace fusedconv::bench {
+
+using nlohmann::json;
+
+std::string device_slug(const std::string &device_name) {
+    std::string slug;
+    for (char ch : device_name) {
+        if (std::isalnum(static_cast<unsigned char>(ch))) {
+            slug += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        } else if (!slug.empty() && slug.back() != '-') {
+            slug += '-';
+        }
+    }
+    while (!slug.empty() && slug.back() == '-') slug.pop_back();
+    return slug.empty() ? "unknown-device" : slug;
+}
+
+static bool same_key(const json &a, const json &b) {
+    return a.value("problem", "") == b.value("problem", "") &&
+           a.value("system", "") == b.value("system", "") &&
+           a.value("shape", json()) == b.value("shape", json());
+}
+
+json merge_records(const json &existing, const std::vector<json> &records) {
+    json out = json::array();
+    for (const json &old : existing) {
+        bool replaced = std::any_of(records.begin(), records.end(),
+                                    [&](const json &r) { return same_key(old, r); });
+        if (!replaced) out.push_back(old);
+    }
+    for (const json &r : records) out.push_back(r);
+    std::stable_sort(out.begin(), out.end(), [](const json &a, const json &b) {
+        return std::make_pair(a.value("problem", ""), a.value("system", "")) <
+               std::make_pair(b.value("problem", ""), b.value("system", ""));
+    });
+    return out;
+}
+
+void merge_into_file(const std::string &path, const std::vector<json> &records) {
+    json existing = json::array();
+    std::ifstream in(path);
+    if (in) {
+        try {
+            existing = json::parse(in);
+        } catch (const json::exception &e) {
+            throw Error("results file " + path + " is not valid JSON: " + e.what());
+        }
+        if (!existing.is_array()) throw Error("results file " + path + " is not a JSON list");
+    }
+    json merged = merge_records(existing, records);
+    std::ofstream out(path);
+    if (!out) throw Error("cannot write results file " + path);
+    out << merged.dump(1) << "\n";
+}
+
+std::string today() {
+    std::time_t t = std::time(nullptr);
+    char buf[16];
+    std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
+    return buf;
+}
+
+}  // namespace fusedconv::bench

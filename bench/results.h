@@ -1,0 +1,25 @@
+// The shared results file bench/results/<device slug>.json: a list of
+// records {problem, system, shape, median_ms, min_ms, max_abs_err_vs_fp64,
+// peak_device_mem_mb, device, date, commit, ...}. Writers merge: records with
+// the same (problem, system, shape) are replaced. bench/results_io.py does
+// the same for the Python side.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace fusedconv::bench {
+
+// "NVIDIA H200" -> "nvidia-h200": lowercase, runs of other characters -> '-'.
+std::string device_slug(const std::string &device_name);
+// Merges `records` into `existing` by the rule above; sorted by (problem, system).
+nlohmann::json merge_records(const nlohmann::json &existing, const std::vector<nlohmann::json> &records);
+// Reads `path` (a missing file is an empty list), merges, writes it back.
+// Throws Error when the file exists but is not a JSON list.
+void merge_into_file(const std::string &path, const std::vector<nlohmann::json> &records);
+// UTC date "YYYY-MM-DD".
+std::string today();
+
+}  // namespace fusedconv::bench

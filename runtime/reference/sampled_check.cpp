@@ -1,0 +1,104 @@
+#include "sampled_check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+
+namespace fusedconv::reference {
+
+namespace {
+
+int64_t pick(std::mt19937_64 &rng, int64_t n) {
+    return std::uniform_int_distribution<int64_t>(0, n - 1)(rng);
+}
+
+// p25 and p32: one value per (n, y, x) of an (N, 1, H, W) output.
+template <typename RefAt>
+SampleReport check_channel_min(const float *out, const std::vector<int64_t> &s, int samples,
+                               uint64_t seed, RefAt ref_at) {
+    SampleReport r;
+    std::mt19937_64 rng(seed);
+    for (int i = 0; i < samples; ++i) {
+        int64_t n = pick(rng, s[0]), y = pick(rng, s[2]), x = pick(rng, s[3]);
+        r.add(out[(n * s[2] + y) * s[3] + x], ref_at(n, y, x));
+    }
+    return r;
+}
+
+}  // namespace
+
+double scaled_error(double got, double ref) {
+    if (std::isnan(got) && std::isnan(ref)) return 0.0;
+    if (std::isnan(got) || std::isnan(ref)) return INFINITY;
+    if (got == ref) return 0.0;
+    return std::abs(got - ref) / std::max(1.0, std::abs(ref));
+}
+
+void SampleReport::add(double got, double ref) {
+    if ((std::isnan(got) && std::isnan(ref)) || got == ref) return;
+    // A NaN on one side only, or unequal infinities, is an infinite error.
+    double e = scaled_error(got, ref), a = std::abs(got - ref);
+    max_err = std::max(max_err, std::isnan(e) ? INFINITY : e);
+    max_abs_err = std::max(max_abs_err, std::isnan(a) ? INFINITY : a);
+}
+
+SampleReport check_p24(const HostTensor &in, const HostTensor &w, const HostTensor &b,
+                       const float *out, const std::vector<int64_t> &s, int samples,
+                       uint64_t seed) {
+    SampleReport r;
+    std::mt19937_64 rng(seed);
+    for (int i = 0; i < samples; ++i) {
+        int64_t n = pick(rng, s[0]), y = pick(rng, s[2]), x = pick(rng, s[3]);
+        std::vector<double> ref = p24_pixel(in, w, b, n, y, x);
+        double sum = 0;
+        for (int64_t c = 0; c < s[1]; ++c) {
+            double g = out[((n * s[1] + c) * s[2] + y) * s[3] + x];
+            r.add(g, ref[c]);
+            sum += g;
+        }
+        r.max_row_sum_dev = std::max(r.max_row_sum_dev, std::abs(sum - 1.0));
+    }
+    return r;
+}
+
+SampleReport check_p32(const HostTensor &in, const HostTensor &w, const HostTensor &b,
+                       double scale, const float *out, const std::vector<int64_t> &s,
+                       int samples, uint64_t seed) {
+    return check_channel_min(out, s, samples, seed, [&](int64_t n, int64_t y, int64_t x) {
+        return p32_at(in, w, b, scale, n, y, x);
+    });
+}
+
+SampleReport check_p25(const HostTensor &in, const HostTensor &w, const HostTensor &b,
+                       const float *out, const std::vector<int64_t> &s, int samples,
+                       uint64_t seed) {
+    return check_channel_min(out, s, samples, seed, [&](int64_t n, int64_t y, int64_t x) {
+        return p25_at(in, w, b, n, y, x);
+    });
+}
+
+SampleReport check_p83(const HostTensor &in, const HostTensor &w, const HostTensor &b,
+                       const HostTensor &gamma, const HostTensor &beta, const P83Args &args,
+                       const float *out, const std::vector<int64_t> &s, int samples,
+                       uint64_t seed) {
+    SampleReport r;
+    std::map<std::pair<int64_t, int64_t>, GroupStats> stats;
+    const int64_t cpg = s[1] / args.groups;
+    std::mt19937_64 rng(seed);
+    for (int i = 0; i < samples; ++i) {
+        int64_t n = pick(rng, std::min<int64_t>(s[0], 2)), c = pick(rng, s[1]);
+        int64_t z = pick(rng, s[2]), y = pick(rng, s[3]), x = pick(rng, s[4]);
+        auto key = std::make_pair(n, c / cpg);
+        auto it = stats.find(key);
+        if (it == stats.end()) {
+            it = stats.emplace(key, p83_group_stats(in, w, b, args.groups, n, c / cpg)).first;
+        }
+        double ref = p83_at(in, w, b, gamma, beta, args, it->second, n, c, z, y, x);
+        double g = out[(((n * s[1] + c) * s[2] + z) * s[3] + y) * s[4] + x];
+        r.add(g, ref);
+    }
+    return r;
+}
+
+}  // namespace fusedconv::reference

@@ -1,0 +1,64 @@
+# The CLI's safetensors interchange end to end, on the CPU with tiny tensors:
+#   cmake -DCLI=<fusedconv> -DFIXTURE=<make_interchange_fixture> -DDIR=<scratch dir>
+#         -P cli_interchange.cmake
+# The fixture writes a p25 state_dict and input, the CLI runs on them and saves
+# its output, the fixture checks that output; then the file options' usage
+# errors (exit 2) and a state_dict of the wrong model (a FAIL row, exit 1).
+cmake_minimum_required(VERSION 3.22)
+foreach (var CLI FIXTURE DIR)
+    if (NOT DEFINED ${var})
+        message(FATAL_ERROR "cli_interchange.cmake: -D${var}=... is required")
+    endif ()
+endforeach ()
+
+file(REMOVE_RECURSE "${DIR}")
+file(MAKE_DIRECTORY "${DIR}")
+execute_process(COMMAND "${FIXTURE}" write "${DIR}" COMMAND_ERROR_IS_FATAL ANY)
+
+# Runs the CLI with ARGN; fails unless it exits with `code` and its stdout and
+# stderr together match `pattern`.
+function(expect code pattern)
+    execute_process(COMMAND "${CLI}" ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                    ERROR_VARIABLE err TIMEOUT 60)
+    string(REPLACE ";" " " args "${ARGN}")
+    message(STATUS "fusedconv ${args}  -> exit ${rc}\n${out}${err}")
+    if (NOT rc STREQUAL "${code}")
+        message(FATAL_ERROR "expected exit code ${code}, got ${rc}")
+    endif ()
+    if (NOT "${out}${err}" MATCHES "${pattern}")
+        message(FATAL_ERROR "output does not match '${pattern}'")
+    endif ()
+endfunction()
+
+set(W "${DIR}/weights.safetensors")
+set(I "${DIR}/input.safetensors")
+set(O "${DIR}/output.safetensors")
+
+expect(0 "p25 +conv2d_min_tanh_tanh +\\(1, 16, 6, 9\\) +\\(1, 1, 4, 7\\) +cpu .* ok"
+       -m p25 -d cpu --weights "${W}" --input "${I}" --output "${O}" -r 1 -w 0)
+if (NOT EXISTS "${O}")
+    message(FATAL_ERROR "--output did not write ${O}")
+endif ()
+execute_process(COMMAND "${FIXTURE}" check "${DIR}" COMMAND_ERROR_IS_FATAL ANY)
+
+# --scale and --eval on inputs that are their file's only tensor.
+expect(0 "p32 .* \\(1, 64, 5, 6\\) .* ok" -m p32 -d cpu --input "${DIR}/p32_input.safetensors"
+       --scale -0.5 -r 1 -w 0)
+expect(0 "p83 .* \\(1, 3, 5, 6, 7\\) .* ok.*eval mode" -m p83 -d cpu
+       --input "${DIR}/p83_input.safetensors" --eval -r 1 -w 0)
+
+# Usage errors: exit 2 before any work, the reason on stderr.
+expect(2 "exactly one model" -m p25,p32 -d cpu --weights "${W}")
+expect(2 "exactly one model" -m p25,p32 -d cpu --output "${DIR}/never.safetensors")
+expect(2 "--batch cannot be combined with --input" -m p25 -d cpu --input "${I}" -b 1)
+expect(2 "bad\\.safetensors.*header length" -m p25 -d cpu --weights "${DIR}/bad.safetensors")
+expect(2 "missing\\.safetensors.*cannot open" -m p25 -d cpu --input "${DIR}/missing.safetensors")
+expect(2 "no tensor \"input\" \\(it holds 2: .conv\\.bias., .conv\\.weight.\\)" -m p25 -d cpu --input "${W}")
+expect(2 "--scale sets p32" -m p25 -d cpu --scale 3)
+expect(2 "directory .* does not exist" -m p25 -d cpu --output "${DIR}/no/such/out.safetensors")
+# A state_dict of another model: the run fails, naming the parameter.
+expect(1 "FAIL: load_state_dict\\(Conv2dScaleMin\\): parameter conv\\.weight has shape"
+       -m p32 -d cpu --weights "${W}")
+if (EXISTS "${DIR}/never.safetensors")
+    message(FATAL_ERROR "an output was written despite a usage error")
+endif ()
