@@ -187,7 +187,7 @@ def markdown(path, records, png_name):
                 cells.append("-")
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
-        out.append("Median of the timed runs (CUDA events around each call). `floor`: the "
+        out.append("Median of the timed runs (`torch-*`: CUDA events around each call; `fusedconv_bench` systems: host clock around each call, which waits for the device). `floor`: the "
                    "direct-convolution roofline floor (float32 FMA peak and memory bandwidth; "
                    "from the `halide` record's `floor_ms` where it has one, else PROBLEMS.md's "
                    "H200 estimate). `halide / best torch` < 1 means the Halide pipeline is faster "

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 
 namespace fusedconv::bench {
@@ -57,6 +58,8 @@ void merge_into_file(const std::string &path, const std::vector<json> &records) 
         if (!existing.is_array()) throw Error("results file " + path + " is not a JSON list");
     }
     json merged = merge_records(existing, records);
+    std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent);
     std::ofstream out(path);
     if (!out) throw Error("cannot write results file " + path);
     out << merged.dump(1) << "\n";

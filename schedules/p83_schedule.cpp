@@ -19,25 +19,34 @@ void unroll_3x3x3(Stage update, const P83Pipeline &p) {
 // and once in the output kernel, each time in registers.
 //
 // GPU: three kernels. (1) per column (x, z, c, n): Welford mean and M2 over
-// y, one thread per column, neighbouring threads on neighbouring x;
+// y, neighbouring threads on neighbouring x;
 // (2) tiny: per (group, sample) mean and 1/std; (3) per element: conv,
 // normalize, min, clamp, dropout.
 // Measured 2026-11-21, NVIDIA H200, default shape (128, 3, 16, 64, 64):
-// 7.38 ms median; ncu: column statistics 3.2 ms, group statistics 0.2 ms,
-// output 3.8 ms, both large kernels bound by load instructions (LSU ~70%).
-// One thread per row instead of per column (uncoalesced): 40.9 ms.
+// 6.35 ms median, 589 MB peak. With fused block dimensions the per-thread
+// conv went to global memory: 7.3 ms, 7.8 GB; ncu then showed both large
+// kernels bound by load instructions (LSU ~70%). One thread per row instead
+// of per column (uncoalesced): 40.9 ms.
 void gpu(P83Pipeline &p, const P83Params &t) {
     blocks::V v;
-    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), zc("zc"), zcn("zcn"), zo("zo"), zi("zi");
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), co("co"), ci("ci");
     auto &s = p.stats;
 
-    // A wrapper keeps the column statistics' init and update in one kernel.
+    // Block dimensions are never fused here: with a fused block index Halide
+    // cannot prove that a per-thread producer covers one point and puts its
+    // storage in global memory. Instead the dimensions beyond the block's
+    // three stay serial loops inside each thread.
+    //
+    // Column statistics: threads over (x, a few channels), blocks over
+    // (x tiles, channel tiles, samples), depth serial in the thread. A
+    // wrapper keeps the init and update of the statistics in one kernel.
     Func cols = s.cols.in();
     cols.compute_root()
-        .fuse(v.z, v.c, zc)
-        .fuse(zc, v.n, zcn)
-        .gpu_tile(v.x, zcn, xo, zo, xi, zi, t.gpu_cols_x, t.gpu_cols_zcn, TailStrategy::GuardWithIf);
-    s.cols.compute_at(cols, xi);
+        .tile(v.x, v.c, xo, co, xi, ci, t.gpu_cols_x, t.gpu_cols_c, TailStrategy::GuardWithIf)
+        .reorder(v.z, xi, ci, xo, co, v.n)
+        .gpu_blocks(xo, co, v.n)
+        .gpu_threads(xi, ci);
+    s.cols.compute_at(cols, v.z);
     Func conv_cols = p.conv.f.clone_in(s.cols);
     conv_cols.compute_at(s.cols, s.r_col.x);
     unroll_3x3x3(conv_cols.update(), p);
@@ -46,13 +55,14 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     s.mean.compute_at(s.groups, xi);
     s.m2.compute_at(s.groups, xi);
 
+    // Output: threads over an (x, y) tile, blocks over (tiles, samples),
+    // depth and channels serial in the thread, the conv in registers.
     Func out = p.output;
-    out.fuse(v.z, v.c, zc)
-        .fuse(zc, v.n, zcn)
-        .tile(v.x, v.y, xo, yo, xi, yi, t.gpu_tile_x, t.gpu_tile_y, TailStrategy::GuardWithIf)
-        .gpu_blocks(xo, yo, zcn)
+    out.tile(v.x, v.y, xo, yo, xi, yi, t.gpu_tile_x, t.gpu_tile_y, TailStrategy::GuardWithIf)
+        .reorder(v.z, v.c, xi, yi, xo, yo, v.n)
+        .gpu_blocks(xo, yo, v.n)
         .gpu_threads(xi, yi);
-    p.conv.f.compute_at(out, xi);
+    p.conv.f.compute_at(out, v.z);
     unroll_3x3x3(p.conv.f.update(), p);
 }
 

@@ -6,10 +6,12 @@
 namespace fusedconv::schedules {
 
 struct P83Params {
-    // GPU statistics kernel: columns (x, z*c*n) per block, one thread per column.
+    // GPU statistics kernel: threads per block over (x, channels); each
+    // thread walks the depth.
     Halide::GeneratorParam<int> gpu_cols_x{"gpu_cols_x", 32};
-    Halide::GeneratorParam<int> gpu_cols_zcn{"gpu_cols_zcn", 4};
-    // GPU output kernel: output pixels per block, one thread per pixel.
+    Halide::GeneratorParam<int> gpu_cols_c{"gpu_cols_c", 4};
+    // GPU output kernel: output pixels per block; each thread walks depth
+    // and channels of its pixel.
     Halide::GeneratorParam<int> gpu_tile_x{"gpu_tile_x", 32};
     Halide::GeneratorParam<int> gpu_tile_y{"gpu_tile_y", 8};
     // CPU: vector width over x.
