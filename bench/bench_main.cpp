@@ -33,6 +33,11 @@
 #ifndef FUSEDCONV_COMMIT
 #define FUSEDCONV_COMMIT "unknown"
 #endif
+// "halide" for the schedules' default parameters, "halide-tuned" for a build
+// configured with -DFUSEDCONV_TUNED=<file>.
+#ifndef FUSEDCONV_HALIDE_SYSTEM
+#define FUSEDCONV_HALIDE_SYSTEM "halide"
+#endif
 
 namespace fusedconv::bench {
 namespace {
@@ -169,7 +174,7 @@ public:
         if (wants("halide")) {
             Timing t = time_runs([&] { model->forward_into(in, out); }, o_.warmup, o_.reps);
             halide_out = out.to_vector();
-            add(p, shape, "halide", t, check(p, *model, hin, halide_out, out_shape, o_.samples),
+            add(p, shape, FUSEDCONV_HALIDE_SYSTEM, t, check(p, *model, hin, halide_out, out_shape, o_.samples),
                 -1, halide_peak, flops, bytes, "peak = drop in free device memory over one call");
         }
 #ifdef FUSEDCONV_BENCH_CUDA
@@ -195,11 +200,11 @@ public:
                     "diff_hal", "peak_MB", "vs_hal");
         std::map<std::string, double> halide_ms;
         for (const Row &r : rows_) {
-            if (r.system == "halide") halide_ms[r.problem] = r.t.median_ms;
+            if (r.system == FUSEDCONV_HALIDE_SYSTEM) halide_ms[r.problem] = r.t.median_ms;
         }
         for (const Row &r : rows_) {
             auto h = halide_ms.find(r.problem);
-            std::string ratio = h != halide_ms.end() && r.system != "halide"
+            std::string ratio = h != halide_ms.end() && r.system != FUSEDCONV_HALIDE_SYSTEM
                                     ? fmt("%.2fx", r.t.median_ms / h->second)
                                     : "";
             std::printf("%-4s %-17s %10.3f %10.3f %8.2f %9.1f %5.1f%% %5.1f%% %9.2e %9s %9.1f %8s\n",

@@ -21,25 +21,27 @@ Expr torch_clamp(Expr v, Expr lo, Expr hi) {
 }
 
 Conv conv2d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr cin, Expr cout,
-            const std::string &name) {
+            Expr in_h, const std::string &name) {
     V v;
     RDom r(0, kw, 0, kh, 0, cin, name + "_r");
     Func f(name);
     Expr co = clamp(v.c, 0, cout - 1);
     f(v.x, v.y, v.c, v.n) = bias(co);
-    f(v.x, v.y, v.c, v.n) += weight(r.x, r.y, r.z, co) * input(v.x + r.x, v.y + r.y, r.z, v.n);
+    Expr row = clamp(v.y + r.y, 0, in_h - 1);
+    f(v.x, v.y, v.c, v.n) += weight(r.x, r.y, r.z, co) * input(v.x + r.x, row, r.z, v.n);
     return {f, r};
 }
 
 Conv conv3d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr kd,
-            Expr cin, Expr cout, const std::string &name) {
+            Expr cin, Expr cout, Expr in_h, const std::string &name) {
     V v;
     RDom r(0, kw, 0, kh, 0, kd, 0, cin, name + "_r");
     Func f(name);
     Expr co = clamp(v.c, 0, cout - 1);
     f(v.x, v.y, v.z, v.c, v.n) = bias(co);
     f(v.x, v.y, v.z, v.c, v.n) +=
-        weight(r.x, r.y, r.z, r.w, co) * input(v.x + r.x, v.y + r.y, v.z + r.z, r.w, v.n);
+        weight(r.x, r.y, r.z, r.w, co) *
+        input(v.x + r.x, clamp(v.y + r.y, 0, in_h - 1), v.z + r.z, r.w, v.n);
     return {f, r};
 }
 

@@ -40,14 +40,15 @@ struct Conv {
     Func f;   // f(x, y, c, n) or f(x, y, z, c, n); the update sums over r
     RDom r;   // (kx, ky, ci) or (kx, ky, kz, ci)
 };
-// kw, kh, (kd), cin, cout: extents of the weight buffer. The output channel
-// index into weight and bias is clamped to [0, cout): a schedule may then
-// compute whole blocks of channels past the last one (never consumed)
-// without reading outside the buffers.
+// kw, kh, (kd), cin, cout: extents of the weight buffer; in_h: the input's
+// height. The output channel index into weight and bias is clamped to
+// [0, cout) and the input row to [0, in_h): a schedule may then compute whole
+// blocks of channels or rows past the last one (never consumed) without
+// reading outside the buffers.
 Conv conv2d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr cin, Expr cout,
-            const std::string &name = "conv");
+            Expr in_h, const std::string &name = "conv");
 Conv conv3d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr kd,
-            Expr cin, Expr cout, const std::string &name = "conv");
+            Expr cin, Expr cout, Expr in_h, const std::string &name = "conv");
 
 // Minimum over one dimension of a reduction domain, NaN-propagating.
 struct MinReduce {

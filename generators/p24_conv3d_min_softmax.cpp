@@ -14,7 +14,7 @@ public:
     schedules::P24Params tunables;
 
     void generate() {
-        p = build_p24(input, weight, bias, input.dim(2).extent(), weight.dim(0).extent(),
+        p = build_p24(input, weight, bias, input.dim(1).extent(), input.dim(2).extent(), weight.dim(0).extent(),
                       weight.dim(1).extent(), weight.dim(2).extent(), weight.dim(3).extent(),
                       weight.dim(4).extent());
         blocks::V v;
@@ -22,7 +22,16 @@ public:
         p.output = output;
     }
 
-    void schedule() { schedules::schedule_p24(p, tunables, get_target()); }
+    void schedule() {
+        if (auto_schedule) {  // an autoscheduler (bench/tune): estimates at the default shape only
+            input.set_estimates({{0, 32}, {0, 32}, {0, 24}, {0, 3}, {0, 128}});
+            weight.set_estimates({{0, 3}, {0, 3}, {0, 3}, {0, 3}, {0, 24}});
+            bias.set_estimates({{0, 24}});
+            output.set_estimates({{0, 30}, {0, 30}, {0, 24}, {0, 128}});
+            return;
+        }
+        schedules::schedule_p24(p, tunables, get_target());
+    }
 
 private:
     P24Pipeline p;

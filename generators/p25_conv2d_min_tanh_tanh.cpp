@@ -14,14 +14,23 @@ public:
     schedules::Conv2dMinParams tunables;
 
     void generate() {
-        p = build_p25(input, weight, bias, weight.dim(0).extent(), weight.dim(1).extent(),
+        p = build_p25(input, weight, bias, input.dim(1).extent(), weight.dim(0).extent(), weight.dim(1).extent(),
                       weight.dim(2).extent(), weight.dim(3).extent());
         blocks::V v;
         output(v.x, v.y, v.c, v.n) = p.output(v.x, v.y, v.c, v.n);
         p.output = output;
     }
 
-    void schedule() { schedules::schedule_conv2d_min(p, tunables, get_target()); }
+    void schedule() {
+        if (auto_schedule) {  // an autoscheduler (bench/tune): estimates at the default shape only
+            input.set_estimates({{0, 256}, {0, 256}, {0, 16}, {0, 128}});
+            weight.set_estimates({{0, 3}, {0, 3}, {0, 16}, {0, 64}});
+            bias.set_estimates({{0, 64}});
+            output.set_estimates({{0, 254}, {0, 254}, {0, 1}, {0, 128}});
+            return;
+        }
+        schedules::schedule_conv2d_min(p, tunables, get_target());
+    }
 
 private:
     Conv2dMinPipeline p;

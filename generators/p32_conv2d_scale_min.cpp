@@ -15,14 +15,24 @@ public:
     schedules::Conv2dMinParams tunables;
 
     void generate() {
-        p = build_p32(input, weight, bias, scale, weight.dim(0).extent(), weight.dim(1).extent(),
+        p = build_p32(input, weight, bias, input.dim(1).extent(), scale, weight.dim(0).extent(), weight.dim(1).extent(),
                       weight.dim(2).extent(), weight.dim(3).extent());
         blocks::V v;
         output(v.x, v.y, v.c, v.n) = p.output(v.x, v.y, v.c, v.n);
         p.output = output;
     }
 
-    void schedule() { schedules::schedule_conv2d_min(p, tunables, get_target()); }
+    void schedule() {
+        if (auto_schedule) {  // an autoscheduler (bench/tune): estimates at the default shape only
+            input.set_estimates({{0, 256}, {0, 256}, {0, 64}, {0, 64}});
+            weight.set_estimates({{0, 3}, {0, 3}, {0, 64}, {0, 128}});
+            bias.set_estimates({{0, 128}});
+            scale.set_estimate(2.0f);
+            output.set_estimates({{0, 254}, {0, 254}, {0, 1}, {0, 64}});
+            return;
+        }
+        schedules::schedule_conv2d_min(p, tunables, get_target());
+    }
 
 private:
     Conv2dMinPipeline p;

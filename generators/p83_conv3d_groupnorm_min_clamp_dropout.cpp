@@ -28,7 +28,7 @@ public:
         Halide::Expr kw = weight.dim(0).extent(), kh = weight.dim(1).extent(),
                      kd = weight.dim(2).extent();
         P83Params prm{groups, eps, min_value, clamp_lo, clamp_hi, dropout_p, training, seed};
-        p = build_p83(input, weight, bias, gamma, beta, prm, input.dim(0).extent() - kw + 1,
+        p = build_p83(input, weight, bias, gamma, beta, input.dim(1).extent(), prm, input.dim(0).extent() - kw + 1,
                       input.dim(1).extent() - kh + 1, input.dim(2).extent() - kd + 1, kw, kh, kd,
                       weight.dim(3).extent(), weight.dim(4).extent());
         blocks::V v;
@@ -36,7 +36,26 @@ public:
         p.output = output;
     }
 
-    void schedule() { schedules::schedule_p83(p, tunables, get_target()); }
+    void schedule() {
+        if (auto_schedule) {  // an autoscheduler (bench/tune): estimates at the default shape only
+            input.set_estimates({{0, 64}, {0, 64}, {0, 16}, {0, 3}, {0, 128}});
+            weight.set_estimates({{0, 3}, {0, 3}, {0, 3}, {0, 3}, {0, 16}});
+            bias.set_estimates({{0, 16}});
+            gamma.set_estimates({{0, 16}});
+            beta.set_estimates({{0, 16}});
+            groups.set_estimate(8);
+            eps.set_estimate(1e-5f);
+            min_value.set_estimate(0.0f);
+            clamp_lo.set_estimate(0.0f);
+            clamp_hi.set_estimate(1.0f);
+            dropout_p.set_estimate(0.2f);
+            training.set_estimate(true);
+            seed.set_estimate(0);
+            output.set_estimates({{0, 62}, {0, 62}, {0, 14}, {0, 16}, {0, 128}});
+            return;
+        }
+        schedules::schedule_p83(p, tunables, get_target());
+    }
 
 private:
     P83Pipeline p;

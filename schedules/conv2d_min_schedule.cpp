@@ -22,25 +22,36 @@ void block_channels(Conv2dMinPipeline &p, int block) {
     conv.compute_at(mn, rco).bound_extent(v.c, block).unroll(v.c);
 }
 
-// GPU: ONE kernel. A thread owns one output pixel; it walks the output
-// channels a block at a time, accumulates the block's convolutions in
-// registers, folds them into a running min, then applies the epilogue and
-// writes one float.
-// Measured 2026-11-21, NVIDIA H200, tile 32x8, channel block 8: p25 default
-// shape 12.25 ms median, p32 default shape 50.5 ms (12 TFLOP/s; channel block
-// 16: 13.9 / 55.7 ms; 32 spills registers: p32 679 ms).
+// GPU: ONE kernel. A thread owns gpu_rows_per_thread output pixels of a
+// column; it walks the output channels a block at a time, accumulates the
+// block's convolutions for its pixels in registers (each weight load feeds
+// one FMA per pixel, each input load one per channel), folds them into
+// running mins, then applies the epilogue and writes its pixels.
+// Measured 2026-11-21, NVIDIA H200, tile 32x8, channel block 8, 4 rows per
+// thread: p25 default shape 14.2 ms median, p32 35.1 ms (17 TFLOP/s). One row
+// per thread: p25 12.25 ms, p32 50.5 ms; 2 rows with channel block 16: 21.0 /
+// 95.5 ms; 8 rows: 94 / 379 ms (register spills); channel block 32 with one
+// row spills too (p32 679 ms).
 void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
     blocks::V v;
-    Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), yii("yii");
+    const int rows = t.gpu_rows_per_thread;
     Func out = p.output;
-    out.tile(v.x, v.y, xo, yo, xi, yi, t.gpu_tile_x, t.gpu_tile_y, TailStrategy::GuardWithIf)
-        .reorder(v.c, xi, yi, xo, yo, v.n)
+    out.tile(v.x, v.y, xo, yo, xi, yi, t.gpu_tile_x, t.gpu_tile_y * rows,
+             TailStrategy::GuardWithIf)
+        .split(yi, yi, yii, rows, TailStrategy::GuardWithIf)
+        .reorder(yii, v.c, xi, yi, xo, yo, v.n)
+        .unroll(yii)
         .gpu_blocks(xo, yo, v.n)
         .gpu_threads(xi, yi);
-    p.min_channels.f.compute_at(out, xi);
+    Func mn = p.min_channels.f;
+    mn.compute_at(out, xi).bound_extent(v.y, rows).unroll(v.y);
     block_channels(p, t.gpu_channel_block);
-    Stage upd = p.conv.f.update();
-    upd.reorder(v.c, p.conv.r.x, p.conv.r.y, p.conv.r.z).unroll(v.c);
+    mn.update().reorder(v.y, RVar("rci"), RVar("rco")).unroll(v.y);
+    Func conv = p.conv.f;
+    conv.bound_extent(v.y, rows).unroll(v.y);
+    Stage upd = conv.update();
+    upd.reorder(v.c, v.y, p.conv.r.x, p.conv.r.y, p.conv.r.z).unroll(v.c).unroll(v.y);
     unroll_3x3(upd, p);
 }
 

@@ -13,6 +13,8 @@ struct Conv2dMinParams {
     // GPU: output channels whose convolutions a thread accumulates at once
     // (registers), reusing each input value that many times.
     Halide::GeneratorParam<int> gpu_channel_block{"gpu_channel_block", 8};
+    // GPU: output rows per thread (each weight load feeds that many FMAs).
+    Halide::GeneratorParam<int> gpu_rows_per_thread{"gpu_rows_per_thread", 4};
     // CPU: vector width over x, and channels accumulated at once.
     Halide::GeneratorParam<int> cpu_vector{"cpu_vector", 8};
     Halide::GeneratorParam<int> cpu_channel_block{"cpu_channel_block", 8};

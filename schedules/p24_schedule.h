@@ -16,6 +16,9 @@ struct P24Params {
     // GPU: output channels whose convolutions a thread accumulates at once
     // in registers, reusing each input value that many times.
     Halide::GeneratorParam<int> gpu_channel_block{"gpu_channel_block", 8};
+    // GPU: rows of output pixels per thread in the depth-min (each weight
+    // load then feeds that many FMAs).
+    Halide::GeneratorParam<int> gpu_rows_per_thread{"gpu_rows_per_thread", 2};
     // CPU: vector width over x.
     Halide::GeneratorParam<int> cpu_vector{"cpu_vector", 8};
 };

@@ -6,14 +6,20 @@
 namespace fusedconv::schedules {
 
 struct P83Params {
-    // GPU statistics kernel: threads per block over (x, channels); each
-    // thread walks the depth.
+    // GPU statistics kernel: threads per block over (x, depth); each thread
+    // walks the rest of the depth and a block of channels.
     Halide::GeneratorParam<int> gpu_cols_x{"gpu_cols_x", 32};
-    Halide::GeneratorParam<int> gpu_cols_c{"gpu_cols_c", 4};
+    Halide::GeneratorParam<int> gpu_cols_z{"gpu_cols_z", 7};
     // GPU output kernel: output pixels per block; each thread walks depth
-    // and channels of its pixel.
+    // and channel blocks of its pixels.
     Halide::GeneratorParam<int> gpu_tile_x{"gpu_tile_x", 32};
     Halide::GeneratorParam<int> gpu_tile_y{"gpu_tile_y", 8};
+    // GPU output kernel: rows of pixels per thread (each weight load then
+    // feeds that many FMAs).
+    Halide::GeneratorParam<int> gpu_rows_per_thread{"gpu_rows_per_thread", 4};
+    // GPU, both kernels: output channels whose convolutions a thread keeps in
+    // registers at once (each input load then feeds that many FMAs).
+    Halide::GeneratorParam<int> gpu_channel_block{"gpu_channel_block", 4};
     // CPU: vector width over x.
     Halide::GeneratorParam<int> cpu_vector{"cpu_vector", 8};
 };

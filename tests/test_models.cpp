@@ -1,6 +1,8 @@
 // The four models through the runtime against the float64 reference: on the
 // CPU libraries always, on the GPU libraries when a CUDA device is present
 // (skipped with a message otherwise). Shapes are small and odd on purpose.
+#include "test_util.h"
+
 #include "fusedconv/error.h"
 #include "fusedconv/models.h"
 #include "reference.h"
@@ -12,79 +14,11 @@
 #include <random>
 #include <sstream>
 
-namespace fusedconv {
-// Readable test names in ctest ("... GetParam() = gpu").
-void PrintTo(DeviceChoice d, std::ostream *os) { *os << (d == DeviceChoice::GPU ? "gpu" : "cpu"); }
-}  // namespace fusedconv
-
 namespace {
 
 using namespace fusedconv;
+using namespace fusedconv::testutil;  // random_tensor, host, matches, OnDevice, device_name
 using reference::HostTensor;
-
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-// Uniform [lo, hi) values: never zeros, so unwritten outputs cannot hide.
-Tensor random_tensor(const Shape &shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
-    Tensor t = Tensor::empty(shape, Device::CPU);
-    std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<float> dist(lo, hi);
-    for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = dist(rng);
-    return t;
-}
-
-HostTensor host(const Tensor &t) {
-    std::vector<float> v = t.to_vector();
-    return reference::from_float(t.shape(), v.data());
-}
-
-// Every element within float32 accuracy of the reference (relative above 1,
-// absolute below); NaN must match NaN exactly.
-::testing::AssertionResult matches(const Tensor &got_t, const HostTensor &ref,
-                                   double tol = 2e-5) {
-    if (got_t.shape() != ref.shape) {
-        return ::testing::AssertionFailure()
-               << "shape " << shape_string(got_t.shape()) << " vs reference "
-               << shape_string(ref.shape);
-    }
-    std::vector<float> got = got_t.to_vector();
-    double worst = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-        double g = got[i], r = ref.values[i];
-        bool bad;
-        if (std::isnan(r) || std::isnan(g)) {
-            bad = std::isnan(r) != std::isnan(g);
-        } else {
-            double err = g == r ? 0.0 : std::abs(g - r) / std::max(1.0, std::abs(r));
-            worst = std::max(worst, err);
-            bad = !(err <= tol);
-        }
-        if (bad) {
-            return ::testing::AssertionFailure()
-                   << "element " << i << " of " << shape_string(ref.shape) << ": got " << g
-                   << ", float64 reference " << r;
-        }
-    }
-    return ::testing::AssertionSuccess() << "max scaled error " << worst;
-}
-
-// Runs the test body on the CPU, and on the GPU when one is usable.
-class OnDevice : public ::testing::TestWithParam<DeviceChoice> {
-protected:
-    void SetUp() override {
-        if (GetParam() == DeviceChoice::GPU && !gpu_available()) {
-            GTEST_SKIP() << "no usable CUDA device (" << gpu_unavailable_reason()
-                         << "); GPU libraries not exercised";
-        }
-    }
-    Device device() const { return GetParam() == DeviceChoice::GPU ? Device::GPU : Device::CPU; }
-    DeviceChoice choice() const { return GetParam(); }
-    Tensor on_device(const Tensor &t) const { return t.to(device()); }
-};
-
-std::string device_name(const ::testing::TestParamInfo<DeviceChoice> &info) {
-    return info.param == DeviceChoice::GPU ? "GPU" : "CPU";
-}
 
 // ---------------------------------------------------------------- p24
 
@@ -251,10 +185,7 @@ protected:
                          random_tensor({cout}, seed + 3));
     }
     HostTensor reference_of(const Conv3dGroupNormMinClampDropout &m, const Tensor &in) {
-        reference::P83Args a{m.groups(), m.eps(), m.min_value(), m.clamp_min(),
-                             m.clamp_max(), m.dropout_p(), m.training(), m.dropout_seed()};
-        return reference::p83(host(in), host(m.conv_weight()), host(m.conv_bias()),
-                              host(m.norm_weight()), host(m.norm_bias()), a);
+        return p83_reference(m, in);
     }
 };
 

@@ -10,9 +10,13 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <sstream>
 
 namespace {
@@ -57,6 +61,26 @@ void check_output_path(const std::string &path) {
     }
 }
 
+// An integer option in [lo, hi], with a message that says so (CLI11's
+// NonNegativeNumber prints "not in range 0.000000 to 1.79e308" for "-1" and
+// for "abc" alike).
+CLI::Validator integer_in(long long lo, long long hi) {
+    const std::string what = lo == 0 ? "a non-negative integer" : "an integer >= " + std::to_string(lo);
+    return CLI::Validator(
+        [lo, hi, what](std::string &value) -> std::string {
+            errno = 0;
+            char *end = nullptr;
+            const long long v = std::strtoll(value.c_str(), &end, 10);
+            if (value.empty() || *end != '\0' || errno == ERANGE) {
+                return "expected " + what + ", got '" + value + "'";
+            }
+            if (v < lo) return "must be " + what + ", got " + value;
+            if (v > hi) return "must be at most " + std::to_string(hi) + ", got " + value;
+            return std::string();
+        },
+        lo == 0 ? "INT>=0" : "INT>=" + std::to_string(lo));
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -71,14 +95,14 @@ int main(int argc, char **argv) {
         ->capture_default_str();
     CLI::Option *batch_opt =
         app.add_option("-b,--batch", opt.batch, "Batch size (0: each model's default)")
-            ->check(CLI::NonNegativeNumber);
+            ->check(integer_in(0, std::numeric_limits<int64_t>::max()));
     app.add_option("-r,--reps", opt.reps, "Timed repetitions (0: 20 on GPU, 3 on CPU)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(integer_in(0, std::numeric_limits<int>::max()));
     app.add_option("-w,--warmup", opt.warmup, "Untimed warm-up runs (default: 3 on GPU, 1 on CPU)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(integer_in(0, std::numeric_limits<int>::max()));
     app.add_option("-s,--samples", opt.samples, "Output positions checked against float64")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(integer_in(1, std::numeric_limits<int>::max()));
     app.add_option("--seed", opt.seed, "Seed of the inputs and parameters")->capture_default_str();
     CLI::Option *weights_opt =
         app.add_option("--weights", opt.weights_path,
@@ -97,7 +121,13 @@ int main(int argc, char **argv) {
         app.add_option("--scale", opt.scale, "p32's scale_factor")->capture_default_str();
     CLI::Option *eval_opt = app.add_flag(
         "--eval", opt.eval, "p83 in eval mode: dropout is the identity (default: training mode)");
-    CLI11_PARSE(app, argc, argv);
+    // Usage errors exit with 2, as the README says (CLI11's own codes are
+    // 105, 109, ...); --help exits with 0.
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError &e) {
+        return app.exit(e) == 0 ? 0 : 2;
+    }
 
     std::vector<std::string> names = split_list(models);
     try {

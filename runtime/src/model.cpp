@@ -4,6 +4,8 @@
 #include "model_util.h"
 
 #include <cmath>
+#include <cstdint>
+#include <utility>
 
 namespace fusedconv {
 
@@ -31,6 +33,51 @@ void require_positive(const char *model, const char *name, int value) {
     }
 }
 
+namespace {
+
+// Elements of `shape`, or -1 when past kMaxElements (no overflow).
+int64_t bounded_numel(const Shape &shape) {
+    int64_t count = 1;
+    for (int64_t s : shape) {
+        if (s <= 0) return 0;
+        if (s > kMaxElements || count > kMaxElements / s) return -1;
+        count *= s;
+    }
+    return count;
+}
+
+}  // namespace
+
+Shape conv_weight_shape(const char *model, int out_channels, int in_channels, int kernel_size,
+                        int spatial_dims) {
+    Shape w = {out_channels, in_channels};
+    for (int d = 0; d < spatial_dims; ++d) w.push_back(kernel_size);
+    if (bounded_numel(w) < 0) {
+        throw Error(std::string(model) + ": conv.weight shape " + shape_string(w) +
+                    " has more than " + std::to_string(kMaxElements) +
+                    " elements (2 GiB), past Halide's 32-bit indexing");
+    }
+    return w;
+}
+
+float init_bound(int in_channels, int kernel_size, int spatial_dims) {
+    // fan_in in double: no int overflow for any kernel size. The rest is in
+    // float32 as before, so seeded parameters are unchanged.
+    double fan_in = in_channels;
+    for (int d = 0; d < spatial_dims; ++d) fan_in *= kernel_size;
+    return 1.0f / std::sqrt(static_cast<float>(fan_in));
+}
+
+Shape checked_output_shape(const char *model, const Shape &input, Shape output) {
+    if (bounded_numel(output) < 0) {
+        throw Error(std::string(model) + ": input shape " + shape_string(input) +
+                    " gives output shape " + shape_string(output) + ", more than " +
+                    std::to_string(kMaxElements) +
+                    " elements (2 GiB), past Halide's 32-bit indexing");
+    }
+    return output;
+}
+
 Shape conv_output_shape(const char *model, const Shape &input, int spatial_dims,
                         int in_channels, int out_channels, int kernel_size) {
     const size_t rank = 2 + spatial_dims;
@@ -44,6 +91,11 @@ Shape conv_output_shape(const char *model, const Shape &input, int spatial_dims,
             throw Error(std::string(model) + ": input shape " + shape_string(input) +
                         " has a non-positive size");
         }
+    }
+    if (bounded_numel(input) < 0) {
+        throw Error(std::string(model) + ": input shape " + shape_string(input) +
+                    " has more than " + std::to_string(kMaxElements) +
+                    " elements (2 GiB), past Halide's 32-bit indexing");
     }
     if (input[1] != in_channels) {
         throw Error(std::string(model) + ": input shape " + shape_string(input) + " has " +
@@ -84,15 +136,32 @@ void Model::check_input(const Tensor &input) const {
     }
 }
 
-void Model::check_output(const Tensor &output, const Shape &expected) const {
+void Model::check_output(const Tensor &input, const Tensor &output,
+                         const Shape &expected) const {
     if (!output.defined()) throw Error("forward_into: the output tensor is undefined");
     if (output.shape() != expected) {
         throw Error("forward_into: output has shape " + shape_string(output.shape()) +
                     ", expected " + shape_string(expected));
     }
     if (output.device() != device_) {
-        throw Error("forward_into: output is on the " + to_string(output.device()) +
-                    " but the model runs on the " + to_string(device_));
+        throw Error("forward_into: output of shape " + shape_string(output.shape()) +
+                    " is on the " + to_string(output.device()) + " but the model runs on the " +
+                    to_string(device_));
+    }
+    // The pipelines read the input while they write the output: storage
+    // shared between the two (forward_into(x, x), overlapping wrap_host or
+    // wrap_device views) would give garbage, so it is refused.
+    auto range = [this](const Tensor &t) {
+        const uintptr_t begin = device_ == Device::GPU
+                                    ? reinterpret_cast<uintptr_t>(t.device_data())
+                                    : reinterpret_cast<uintptr_t>(t.data());
+        return std::make_pair(begin, begin + static_cast<uintptr_t>(t.numel()) * sizeof(float));
+    };
+    const auto in = range(input), out = range(output);
+    if (in.first < out.second && out.first < in.second) {
+        throw Error("forward_into: output of shape " + shape_string(output.shape()) +
+                    " shares storage with the input of shape " + shape_string(input.shape()) +
+                    "; the model cannot run in place");
     }
 }
 

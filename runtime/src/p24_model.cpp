@@ -24,10 +24,11 @@ Conv3dMinSoftmax::Conv3dMinSoftmax(int in_channels, int out_channels, int kernel
         throw Error(std::string(kName) + ": dim " + std::to_string(dim) +
                     " is not supported; only dim=2 (depth) is");
     }
-    const int k = kernel_size;
-    const float bound = 1.0f / std::sqrt(static_cast<float>(in_channels * k * k * k));
+    const Shape weight_shape =
+        detail::conv_weight_shape(kName, out_channels, in_channels, kernel_size, 3);
+    const float bound = detail::init_bound(in_channels, kernel_size, 3);
     std::mt19937_64 rng(seed);
-    weight_ = detail::uniform_tensor({out_channels, in_channels, k, k, k}, bound, rng, device_);
+    weight_ = detail::uniform_tensor(weight_shape, bound, rng, device_);
     bias_ = detail::uniform_tensor({out_channels}, bound, rng, device_);
 }
 
@@ -41,12 +42,12 @@ void Conv3dMinSoftmax::set_parameters(const Tensor &conv_weight, const Tensor &c
 Shape Conv3dMinSoftmax::output_shape(const Shape &input_shape) const {
     Shape conv = detail::conv_output_shape(kName, input_shape, 3, in_channels_, out_channels_,
                                            kernel_size_);
-    return {conv[0], conv[1], conv[3], conv[4]};
+    return detail::checked_output_shape(kName, input_shape, {conv[0], conv[1], conv[3], conv[4]});
 }
 
 void Conv3dMinSoftmax::forward_into(const Tensor &input, Tensor &output) {
     check_input(input);
-    check_output(output, output_shape(input.shape()));
+    check_output(input, output, output_shape(input.shape()));
     auto fn = device_ == Device::GPU ? fusedconv_p24_cuda : fusedconv_p24_cpu;
     detail::check_halide(fn(input.raw(), weight_.raw(), bias_.raw(), output.raw()),
                          std::string(kName) + " forward on input " + shape_string(input.shape()));

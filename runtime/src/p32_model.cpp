@@ -19,10 +19,11 @@ Conv2dScaleMin::Conv2dScaleMin(int in_channels, int out_channels, int kernel_siz
     detail::require_positive(kName, "in_channels", in_channels);
     detail::require_positive(kName, "out_channels", out_channels);
     detail::require_positive(kName, "kernel_size", kernel_size);
-    const int k = kernel_size;
-    const float bound = 1.0f / std::sqrt(static_cast<float>(in_channels * k * k));
+    const Shape weight_shape =
+        detail::conv_weight_shape(kName, out_channels, in_channels, kernel_size, 2);
+    const float bound = detail::init_bound(in_channels, kernel_size, 2);
     std::mt19937_64 rng(seed);
-    weight_ = detail::uniform_tensor({out_channels, in_channels, k, k}, bound, rng, device_);
+    weight_ = detail::uniform_tensor(weight_shape, bound, rng, device_);
     bias_ = detail::uniform_tensor({out_channels}, bound, rng, device_);
 }
 
@@ -38,12 +39,12 @@ void Conv2dScaleMin::set_scale_factor(float scale_factor) { scale_ = scale_facto
 Shape Conv2dScaleMin::output_shape(const Shape &input_shape) const {
     Shape conv = detail::conv_output_shape(kName, input_shape, 2, in_channels_, out_channels_,
                                            kernel_size_);
-    return {conv[0], 1, conv[2], conv[3]};
+    return detail::checked_output_shape(kName, input_shape, {conv[0], 1, conv[2], conv[3]});
 }
 
 void Conv2dScaleMin::forward_into(const Tensor &input, Tensor &output) {
     check_input(input);
-    check_output(output, output_shape(input.shape()));
+    check_output(input, output, output_shape(input.shape()));
     auto fn = device_ == Device::GPU ? fusedconv_p32_cuda : fusedconv_p32_cpu;
     detail::check_halide(fn(input.raw(), weight_.raw(), bias_.raw(), scale_, output.raw()),
                          std::string(kName) + " forward on input " + shape_string(input.shape()));

@@ -27,10 +27,11 @@ Conv3dGroupNormMinClampDropout::Conv3dGroupNormMinClampDropout(
                     " does not divide out_channels " + std::to_string(out_channels));
     }
     set_dropout_p(dropout_p);
-    const int k = kernel_size;
-    const float bound = 1.0f / std::sqrt(static_cast<float>(in_channels * k * k * k));
+    const Shape weight_shape =
+        detail::conv_weight_shape(kName, out_channels, in_channels, kernel_size, 3);
+    const float bound = detail::init_bound(in_channels, kernel_size, 3);
     std::mt19937_64 rng(seed);
-    weight_ = detail::uniform_tensor({out_channels, in_channels, k, k, k}, bound, rng, device_);
+    weight_ = detail::uniform_tensor(weight_shape, bound, rng, device_);
     bias_ = detail::uniform_tensor({out_channels}, bound, rng, device_);
     gamma_ = detail::filled_tensor({out_channels}, 1.0f, device_);
     beta_ = detail::filled_tensor({out_channels}, 0.0f, device_);
@@ -68,13 +69,15 @@ void Conv3dGroupNormMinClampDropout::set_training(bool training) { training_ = t
 void Conv3dGroupNormMinClampDropout::set_dropout_seed(uint32_t seed) { dropout_seed_ = seed; }
 
 Shape Conv3dGroupNormMinClampDropout::output_shape(const Shape &input_shape) const {
-    return detail::conv_output_shape(kName, input_shape, 3, in_channels_, out_channels_,
-                                     kernel_size_);
+    return detail::checked_output_shape(
+        kName, input_shape,
+        detail::conv_output_shape(kName, input_shape, 3, in_channels_, out_channels_,
+                                  kernel_size_));
 }
 
 void Conv3dGroupNormMinClampDropout::forward_into(const Tensor &input, Tensor &output) {
     check_input(input);
-    check_output(output, output_shape(input.shape()));
+    check_output(input, output, output_shape(input.shape()));
     auto fn = device_ == Device::GPU ? fusedconv_p83_cuda : fusedconv_p83_cpu;
     detail::check_halide(fn(input.raw(), weight_.raw(), bias_.raw(), gamma_.raw(), beta_.raw(),
                             groups_, eps_, min_value_, clamp_lo_, clamp_hi_, p_, training_,

@@ -4,6 +4,7 @@
 
 #include "cuda_context.h"
 #include "halide_call.h"
+#include "model_util.h"
 
 #include "HalideBuffer.h"
 #include "HalideRuntimeCuda.h"
@@ -22,9 +23,7 @@ struct Tensor::Impl {
 
 namespace {
 
-// Halide without the large_buffers feature indexes with 32-bit signed
-// offsets: a buffer may hold at most 2^31 - 1 bytes.
-constexpr int64_t kMaxElements = (int64_t{1} << 31) / int64_t{sizeof(float)} - 1;
+using detail::kMaxElements;
 
 void validate_shape(const Shape &shape) {
     if (shape.empty()) throw Error("tensor shape () has no dimensions");

@@ -21,18 +21,23 @@ class Model {
 public:
     virtual ~Model() = default;
     Device device() const { return device_; }
-    // Output shape for an input shape; throws Error naming the mismatch.
+    // Output shape for an input shape; throws Error naming the mismatch (also
+    // when the output would be past Halide's 32-bit indexing, 2^31 - 1 bytes,
+    // as with more output than input channels).
     virtual Shape output_shape(const Shape &input_shape) const = 0;
     // Runs the model; the output is a new tensor on the model's device.
     Tensor forward(const Tensor &input);
-    // Runs the model into `output` (already of output_shape, on the device):
+    // Runs the model into `output` (already of output_shape, on the device,
+    // not sharing storage with `input`: the models cannot run in place):
     // with a reused output no device allocation happens per call.
     virtual void forward_into(const Tensor &input, Tensor &output) = 0;
 
 protected:
     explicit Model(DeviceChoice choice);
     void check_input(const Tensor &input) const;
-    void check_output(const Tensor &output, const Shape &expected) const;
+    // `output` defined, of shape `expected`, on the model's device and not
+    // sharing storage with `input` (already checked by check_input).
+    void check_output(const Tensor &input, const Tensor &output, const Shape &expected) const;
     // A parameter in PyTorch layout, copied onto the model's device after
     // its shape is checked against `expected`.
     Tensor adopt(const Tensor &value, const Shape &expected, const char *name) const;

@@ -1,0 +1,94 @@
+// The candidate table of the tuning binary. bench/tune/tune.py generates its
+// definition (tune_table.cpp in the tuning build's gen/ folder): one Entry per
+// AOT-compiled library of the round, with the function pointer typed per
+// model, so a generator whose signature no longer matches fails to compile.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+struct halide_buffer_t;
+
+namespace fusedconv::tune {
+
+// Signatures of the generated functions (the generators' Inputs, then Output).
+using P24Fn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+using P25Fn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+using P32Fn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, float,
+                      halide_buffer_t *);
+using P83Fn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                      halide_buffer_t *, int32_t, float, float, float, float, float, bool,
+                      uint32_t, halide_buffer_t *);
+
+struct Entry {
+    std::string model;        // "p32"
+    std::string lib;          // "p32_cuda"
+    std::string system;       // "default", "candidate" or "li2018"
+    std::string id;           // "default", "c017", "li2018"
+    std::string function;     // "fusedconv_tune_p32_cuda_c017"
+    std::string params_json;  // GeneratorParams, a JSON object ("{}" for li2018)
+    std::string build_error;  // non-empty: no library (e.g. Li2018 could not schedule it)
+    P24Fn p24 = nullptr;
+    P25Fn p25 = nullptr;
+    P32Fn p32 = nullptr;
+    P83Fn p83 = nullptr;
+    bool callable() const { return p24 || p25 || p32 || p83; }
+};
+
+inline Entry make_entry(const char *model, const char *lib, const char *system, const char *id,
+                        const char *function, const char *params_json) {
+    Entry e;
+    e.model = model, e.lib = lib, e.system = system, e.id = id, e.function = function;
+    e.params_json = params_json;
+    return e;
+}
+// One helper per model: the argument's type is the signature check.
+inline Entry p24_entry(const char *system, const char *id, const char *function,
+                       const char *params, P24Fn fn) {
+    Entry e = make_entry("p24", "p24_cuda", system, id, function, params);
+    e.p24 = fn;
+    return e;
+}
+inline Entry p25_entry(const char *system, const char *id, const char *function,
+                       const char *params, P25Fn fn) {
+    Entry e = make_entry("p25", "p25_cuda", system, id, function, params);
+    e.p25 = fn;
+    return e;
+}
+inline Entry p32_entry(const char *system, const char *id, const char *function,
+                       const char *params, P32Fn fn) {
+    Entry e = make_entry("p32", "p32_cuda", system, id, function, params);
+    e.p32 = fn;
+    return e;
+}
+inline Entry p83_entry(const char *system, const char *id, const char *function,
+                       const char *params, P83Fn fn) {
+    Entry e = make_entry("p83", "p83_cuda", system, id, function, params);
+    e.p83 = fn;
+    return e;
+}
+// A library that could not be built (the error is logged, nothing runs).
+inline Entry failed_entry(const char *model, const char *system, const char *id,
+                          const char *error) {
+    std::string m = model;
+    Entry e = make_entry(model, (m + "_cuda").c_str(), system, id, "", "{}");
+    e.build_error = error;
+    return e;
+}
+
+struct TableInfo {
+    int round = 0;
+    std::string commit;       // git commit of the sources at generation
+    std::string source_hash;  // sha256 of schedules/ and generators/ at generation
+    std::string token;        // unique per generated table
+    std::string device;       // "gpu"; "cpu" for a smoke-test table of CPU libraries
+    // Input shape per model (PyTorch order) the round is tuned for.
+    std::vector<std::pair<std::string, std::vector<int64_t>>> shapes;
+};
+
+const TableInfo &table_info();
+const std::vector<Entry> &table();
+
+}  // namespace fusedconv::tune

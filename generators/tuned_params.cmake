@@ -1,0 +1,67 @@
+# Reads a tuned-parameters file written by bench/tune/tune.py
+# (schedules/tuned/<device slug>.json):
+#
+#   { "device": "NVIDIA H200", ...,
+#     "libraries": { "p32_cuda": { "params": {"gpu_tile_x": 64, ...}, ... }, ... } }
+#
+# fusedconv_read_tuned(<file>) sets in the caller's scope
+#   FUSEDCONV_TUNED_LIBRARIES       the libraries the file lists
+#   FUSEDCONV_TUNED_PARAMS_<lib>    their GeneratorParams, "name=value;name=value"
+#   FUSEDCONV_TUNED_DEVICE          the device it was tuned on
+# and stops with FATAL_ERROR on a file that is not of that form.
+# (Also usable in script mode: cmake -P; bench/tune/test_tune.py does.)
+function(fusedconv_read_tuned file)
+    if (NOT EXISTS "${file}")
+        message(FATAL_ERROR "FUSEDCONV_TUNED: ${file} does not exist")
+    endif ()
+    file(READ "${file}" text)
+    string(JSON libs ERROR_VARIABLE err GET "${text}" libraries)
+    if (err)
+        message(FATAL_ERROR "FUSEDCONV_TUNED: ${file} has no \"libraries\" object: ${err}")
+    endif ()
+    string(JSON libs_type TYPE "${text}" libraries)
+    if (NOT libs_type STREQUAL "OBJECT")
+        message(FATAL_ERROR "FUSEDCONV_TUNED: \"libraries\" in ${file} is not an object")
+    endif ()
+    string(JSON device ERROR_VARIABLE err GET "${text}" device)
+    if (err)
+        set(device "unknown device")
+    endif ()
+    string(JSON n LENGTH "${text}" libraries)
+    set(names "")
+    if (n GREATER 0)
+        math(EXPR last "${n} - 1")
+        foreach (i RANGE 0 ${last})
+            string(JSON lib MEMBER "${text}" libraries ${i})
+            string(JSON ptype ERROR_VARIABLE err TYPE "${text}" libraries ${lib} params)
+            if (err OR NOT ptype STREQUAL "OBJECT")
+                message(FATAL_ERROR "FUSEDCONV_TUNED: libraries.${lib}.params in ${file} is not an object")
+            endif ()
+            string(JSON np LENGTH "${text}" libraries ${lib} params)
+            set(params "")
+            if (np GREATER 0)
+                math(EXPR plast "${np} - 1")
+                foreach (j RANGE 0 ${plast})
+                    string(JSON key MEMBER "${text}" libraries ${lib} params ${j})
+                    string(JSON vtype TYPE "${text}" libraries ${lib} params ${key})
+                    string(JSON value GET "${text}" libraries ${lib} params ${key})
+                    if (vtype STREQUAL "BOOLEAN")
+                        if (value)
+                            set(value true)
+                        else ()
+                            set(value false)
+                        endif ()
+                    elseif (NOT vtype MATCHES "^(NUMBER|STRING)$")
+                        message(FATAL_ERROR "FUSEDCONV_TUNED: libraries.${lib}.params.${key} in ${file} "
+                                            "is a ${vtype}; expected a number, string or boolean")
+                    endif ()
+                    list(APPEND params "${key}=${value}")
+                endforeach ()
+            endif ()
+            list(APPEND names ${lib})
+            set(FUSEDCONV_TUNED_PARAMS_${lib} "${params}" PARENT_SCOPE)
+        endforeach ()
+    endif ()
+    set(FUSEDCONV_TUNED_LIBRARIES "${names}" PARENT_SCOPE)
+    set(FUSEDCONV_TUNED_DEVICE "${device}" PARENT_SCOPE)
+endfunction()

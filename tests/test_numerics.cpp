@@ -1,0 +1,379 @@
+// Numerics through the full models against the float64 reference:
+// - GroupNorm (p83) when the mean is large against the spread (offsets 1e3, 1e4);
+// - softmax (p24) of conv outputs around 1e3 and 1e4;
+// - +inf / -inf inputs (p25, p32 with both signs of the scale, p24, p83):
+//   element-wise as PyTorch, NaN exactly where PyTorch has NaN.
+// On the CPU, and on the GPU when one is usable.
+//
+// Exact convolutions. A float32 convolution of inputs around 1e4 is itself
+// inexact (each of its ~80 float32 additions rounds by up to half an ulp of
+// ~1e4, 5e-4 to 1e-3), and that error, not GroupNorm's or softmax's, would
+// dominate. So the stability tests use inputs and weights whose convolution
+// is exact in float32 in any summation order: inputs offset + m/4 (|m| <= 32)
+// and weights 1/64 or 2/64, so every product and partial sum is a multiple of
+// 2^-8 below 2^15: 23 significant bits, which float32 holds exactly. Then the
+// float32 pipeline and the float64 reference see the very same conv values
+// and the comparison measures the normalization or the softmax alone. Every
+// output channel has the same weight sum (121/64), so every channel carries
+// the offset equally: the mean of a GroupNorm group is ~1.9 * offset while
+// its spread is ~1.
+#include "test_util.h"
+
+#include "fusedconv/models.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace {
+
+using namespace fusedconv;
+using namespace fusedconv::testutil;
+
+constexpr double kU = 1.0 / (1 << 24);  // float32 unit roundoff, 2^-24
+
+// offset + m/4 with m uniform in [-32, 32]: exact in float32 (16 significant
+// bits for |offset| = 1e4).
+Tensor dyadic_input(const Shape &shape, float offset, uint64_t seed) {
+    Tensor t = Tensor::empty(shape);
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<int> m(-32, 32);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = offset + m(rng) / 4.0f;
+    return t;
+}
+
+// (Cout, Cin, k...) weights: a positive constant 1.5/64 perturbed by +-0.5/64,
+// with exactly `taps / 2` taps of 2/64 per output channel at random places,
+// so every channel's weights sum to the same (taps + taps / 2) / 64.
+Tensor dyadic_weight(const Shape &shape, uint64_t seed) {
+    Tensor t = Tensor::empty(shape);
+    std::mt19937_64 rng(seed);
+    const int64_t taps = t.numel() / shape[0];
+    std::vector<float> row(static_cast<size_t>(taps));
+    for (int64_t co = 0; co < shape[0]; ++co) {
+        for (int64_t i = 0; i < taps; ++i) row[i] = (i < taps / 2 ? 2.0f : 1.0f) / 64.0f;
+        std::shuffle(row.begin(), row.end(), rng);
+        std::copy(row.begin(), row.end(), t.data() + co * taps);
+    }
+    return t;
+}
+
+// Bias: multiples of 1/256 in (-1, 1), exact sums with the above.
+Tensor dyadic_bias(int64_t cout, uint64_t seed) {
+    Tensor t = Tensor::empty({cout});
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<int> m(-255, 255);
+    for (int64_t i = 0; i < cout; ++i) t.data()[i] = m(rng) / 256.0f;
+    return t;
+}
+
+class Numerics : public OnDevice {};
+
+// ---------------------------------------------------------------- GroupNorm, large mean
+
+// p83 in eval mode with min_value and clamp out of the way: the output is
+// GroupNorm's y = (x - mean) / sqrt(var + eps) * gamma + beta itself.
+//
+// Achievable accuracy. The conv values x are exact (see the top), so the
+// float32 pipeline's error is GroupNorm's own. Its mean is a float32 number
+// near 1.9 * offset, so even a perfectly rounded mean is off by up to half an
+// ulp of it: 2^-24 * 2^14 = 9.8e-4 at offset 1e4 (1.2e-4 at 1e3), and the
+// accumulation of the mean adds a few such roundings. In the output that
+// error is divided by the group's standard deviation s (~1 here) and
+// multiplied by |gamma|: |y - y_ref| <= K * ulp(|mean|)/2 / s * |gamma| with
+// K = 4 (a few roundings), plus 1e-4 * max(1, |y|) for the variance and the
+// final affine (relative float32 errors, as in test_blocks' GroupNorm tests).
+// At offset 1e4 that is ~4e-3 absolute: the best any float32 GroupNorm can do
+// here is ~1e-3 (measured on the CPU and on an H200: 9.6e-5 at 1e3, 1.6e-3
+// at 1e4, with |gamma| up to 2 and s ~1.2). A one-pass float32 variance E[x^2] - E[x]^2 would be off by
+// ~ulp(E[x^2]) = ulp(3.6e8) = 32 against var ~1, and a plain float32 sum of
+// the group's 4080 values (~7.8e7, ulp 8) would put the mean off by ~1e-2:
+// both fail this bound by far.
+TEST_P(Numerics, GroupNormWithLargeMeanMatchesFloat64) {
+    const int cin = 3, cout = 8, k = 3, groups = 4;
+    const Shape in_shape = {2, cin, 10, 17, 19};  // conv (2, 8, 8, 15, 17): 4080 values per group
+    for (float offset : {1e3f, 1e4f}) {
+        SCOPED_TRACE("offset " + std::to_string(offset));
+        Conv3dGroupNormMinClampDropout m(cin, cout, k, groups, 0.0f, 1.0f, 0.5f, choice(), 1);
+        Tensor gamma = random_tensor({cout}, 11, 0.5f, 2.0f);
+        Tensor beta = random_tensor({cout}, 12, -1.0f, 1.0f);
+        m.set_parameters(dyadic_weight({cout, cin, k, k, k}, 13), dyadic_bias(cout, 14), gamma,
+                         beta);
+        m.set_min_value(1e30f);
+        m.set_clamp(-1e30f, 1e30f);
+        m.set_training(false);
+        Tensor in = dyadic_input(in_shape, offset, 15);
+        Tensor out = m.forward(on_device(in));
+        const HostTensor ref = p83_reference(m, in);
+
+        // The conv really is exact, and the group statistics as described.
+        const HostTensor conv = reference::conv(host(in), host(m.conv_weight()),
+                                                host(m.conv_bias()));
+        const int64_t per_group = conv.numel() / (2 * groups);
+        std::vector<double> tol(static_cast<size_t>(conv.numel()));
+        const std::vector<float> g = gamma.to_vector();
+        double worst_ratio = 0;
+        for (int64_t ng = 0; ng < 2 * groups; ++ng) {
+            double mean = 0, var = 0;
+            for (int64_t i = 0; i < per_group; ++i) {
+                const double x = conv.values[ng * per_group + i];
+                ASSERT_EQ(static_cast<double>(static_cast<float>(x)), x) << "conv not exact";
+                mean += x;
+            }
+            mean /= per_group;
+            for (int64_t i = 0; i < per_group; ++i) {
+                const double d = conv.values[ng * per_group + i] - mean;
+                var += d * d;
+            }
+            var /= per_group;
+            const double sd = std::sqrt(var + m.eps());
+            worst_ratio = std::max(worst_ratio, std::abs(mean) / sd);
+            const double half_ulp = std::ldexp(1.0, std::ilogb(std::abs(mean)) - 24);
+            for (int64_t i = 0; i < per_group; ++i) {
+                const int64_t idx = ng * per_group + i;
+                const int64_t c = (idx / (per_group / (cout / groups))) % cout;
+                tol[idx] = 4.0 * half_ulp / sd * std::abs(g[c]) +
+                           1e-4 * std::max(1.0, std::abs(ref.values[idx]));
+            }
+        }
+        EXPECT_GT(worst_ratio, 1.5 * offset / 4);  // mean >> spread, as intended
+
+        const std::vector<float> got = out.to_vector();
+        double max_err = 0;
+        int64_t bad = 0, first = -1;
+        for (size_t i = 0; i < got.size(); ++i) {
+            const double err = std::abs(got[i] - ref.values[i]);
+            max_err = std::max(max_err, err);
+            if (!(err <= tol[i])) {
+                if (first < 0) first = static_cast<int64_t>(i);
+                ++bad;
+            }
+        }
+        std::printf("[ info     ] offset %.0e: mean/std up to %.3g, max |error| %.3g\n", offset,
+                    worst_ratio, max_err);
+        EXPECT_EQ(bad, 0) << "first at " << index_string(ref.shape, first) << ": got "
+                          << got[first] << ", reference " << ref.values[first] << ", tolerance "
+                          << tol[first];
+        // What that bound means here, in numbers (see above).
+        EXPECT_LT(max_err, offset < 5e3f ? 1e-3 : 5e-3);
+    }
+}
+
+// ---------------------------------------------------------------- softmax, large values
+
+// p24's softmax sees the min over depth of conv values ~1.9 * offset (1.9e3,
+// 1.9e4): exp of those overflows float32 (above 88.7) unless the row maximum
+// is subtracted first. With exact conv values the channels differ by O(1),
+// so rows are far from one-hot and the comparison is a real one; float32 exp
+// and normalization give ~1e-7 relative errors, so outputs (in [0, 1]) must
+// match to 2e-6, rows sum to 1 within 1e-5 and be finite.
+TEST_P(Numerics, SoftmaxOfLargeExactValuesIsFiniteAndMatches) {
+    const int cin = 3, cout = 24, k = 3;
+    for (float offset : {1e3f, 1e4f, -1e4f}) {
+        SCOPED_TRACE("offset " + std::to_string(offset));
+        Conv3dMinSoftmax m(cin, cout, k, 2, choice(), 2);
+        m.set_parameters(dyadic_weight({cout, cin, k, k, k}, 21), dyadic_bias(cout, 22));
+        Tensor in = dyadic_input({2, cin, 5, 9, 11}, offset, 23);
+        Tensor out = m.forward(on_device(in));
+        const HostTensor ref = reference::p24(host(in), host(m.conv_weight()),
+                                              host(m.conv_bias()));
+        EXPECT_TRUE(matches(out, ref, 0.0, 2e-6));
+        const std::vector<float> v = out.to_vector();
+        const int64_t hw = 7 * 9;
+        double min_max_p = 1;
+        for (int64_t n = 0; n < 2; ++n) {
+            for (int64_t p = 0; p < hw; ++p) {
+                double sum = 0, row_max = 0;
+                for (int64_t c = 0; c < cout; ++c) {
+                    const float x = v[(n * cout + c) * hw + p];
+                    ASSERT_TRUE(std::isfinite(x));
+                    sum += x;
+                    row_max = std::max(row_max, static_cast<double>(x));
+                }
+                EXPECT_NEAR(sum, 1.0, 1e-5);
+                min_max_p = std::min(min_max_p, row_max);
+            }
+        }
+        EXPECT_LT(min_max_p, 0.9) << "every row one-hot: the test would not compare much";
+    }
+}
+
+// The same with PyTorch's default init and inputs scaled so that conv values
+// reach ~1e3 and ~1e4 with channel differences of that size too (rows mostly
+// one-hot). Here the float32 conv is inexact: with n = Cin * k^3 + 1 terms
+// each conv value is off by at most eps = n * 2^-24 * (sum |w x| + |b|)
+// (recursive summation, any order), the min over depth by the same, and
+// softmax moves p_c by at most 2 p_c (1 - p_c) * eps (first order). So each
+// element may differ by that bound (eps taken per row as its largest) plus
+// 2e-6; in one-hot rows that is ~0, in near-ties it is what float32 allows.
+TEST_P(Numerics, SoftmaxOfLargeRandomConvValuesIsFiniteAndWithinTheConvError) {
+    const int cin = 3, cout = 24, k = 3;
+    const int64_t N = 2, D = 5, H = 9, W = 11, OH = H - k + 1, OW = W - k + 1, OD = D - k + 1;
+    for (float scale : {2e3f, 2e4f}) {
+        SCOPED_TRACE("input scale " + std::to_string(scale));
+        Conv3dMinSoftmax m(cin, cout, k, 2, choice(), 3);
+        Tensor in = random_tensor({N, cin, D, H, W}, 31, -scale, scale);
+        Tensor out = m.forward(on_device(in));
+        const HostTensor x = host(in), w = host(m.conv_weight()), b = host(m.conv_bias());
+        const HostTensor ref = reference::p24(x, w, b);
+        // eps per output row (n, y, x): the largest bound over channels and
+        // depth, from the convolution of |x| with |w| and |b|.
+        HostTensor ax = x, aw = w, ab = b;
+        for (HostTensor *t : {&ax, &aw, &ab})
+            for (double &e : t->values) e = std::abs(e);
+        const HostTensor abs_conv = reference::conv(ax, aw, ab);  // (N, Cout, OD, OH, OW)
+        const HostTensor conv = reference::conv(x, w, b);
+        const double n_terms = cin * k * k * k + 1;
+        std::vector<double> row_eps(static_cast<size_t>(N * OH * OW), 0.0);
+        double max_abs_conv = 0;
+        for (int64_t i = 0; i < abs_conv.numel(); ++i) {
+            const int64_t p = i % (OH * OW), n = i / (cout * OD * OH * OW);
+            double &e = row_eps[n * OH * OW + p];
+            e = std::max(e, n_terms * kU * abs_conv.values[i]);
+            max_abs_conv = std::max(max_abs_conv, std::abs(conv.values[i]));
+        }
+        EXPECT_GT(max_abs_conv, scale / 4);  // conv values of the intended size
+        const std::vector<float> v = out.to_vector();
+        int64_t bad = 0;
+        for (int64_t n = 0; n < N; ++n) {
+            for (int64_t p = 0; p < OH * OW; ++p) {
+                double sum = 0;
+                for (int64_t c = 0; c < cout; ++c) {
+                    const int64_t i = (n * cout + c) * OH * OW + p;
+                    ASSERT_TRUE(std::isfinite(v[i])) << index_string(ref.shape, i);
+                    sum += v[i];
+                    const double r = ref.values[i];
+                    const double tol = 2.0 * r * (1.0 - r) * row_eps[n * OH * OW + p] + 2e-6;
+                    if (!(std::abs(v[i] - r) <= tol)) {
+                        if (bad++ == 0) {
+                            ADD_FAILURE() << "at " << index_string(ref.shape, i) << ": got " << v[i]
+                                          << ", reference " << r << ", tolerance " << tol;
+                        }
+                    }
+                }
+                EXPECT_NEAR(sum, 1.0, 1e-5);
+            }
+        }
+        EXPECT_EQ(bad, 0);
+    }
+}
+
+// ---------------------------------------------------------------- infinities
+
+// Plants +inf and -inf in sample 0 of `in` (N >= 2, sample 1 stays finite):
+// one +inf and one -inf whose receptive fields overlap (conv outputs seeing
+// both are inf - inf = NaN), and one of each far apart, in other channels.
+void plant_infinities(Tensor &in) {
+    const Shape &s = in.shape();
+    const int64_t rank = in.dim();
+    auto at = [&](int64_t c, int64_t a, int64_t bb) -> float & {
+        // (0, c, [1,] a, bb): a, bb index the last two dimensions.
+        int64_t off = c;
+        if (rank == 5) off = off * s[2] + 1;
+        off = (off * s[rank - 2] + a) * s[rank - 1] + bb;
+        return in.data()[off];
+    };
+    const int64_t C = s[1], H = s[rank - 2], W = s[rank - 1];
+    at(0, 2, 2) = kInf;
+    at(C - 1, 3, 3) = -kInf;            // overlaps the +inf's windows
+    at(C > 1 ? 1 : 0, H - 1, 0) = kInf;  // far corners
+    at(0, 0, W - 1) = -kInf;
+}
+
+int64_t count_nan(const std::vector<float> &v) {
+    return std::count_if(v.begin(), v.end(), [](float x) { return std::isnan(x); });
+}
+int64_t count_nan(const HostTensor &t) {
+    return std::count_if(t.values.begin(), t.values.end(), [](double x) { return std::isnan(x); });
+}
+
+TEST_P(Numerics, InfinitiesInP25BehaveLikePyTorch) {
+    Conv2dMinTanhTanh m(3, 5, 3, choice(), 41);
+    Tensor in = random_tensor({2, 3, 9, 10}, 42);
+    plant_infinities(in);
+    const HostTensor ref = reference::p25(host(in), host(m.conv_weight()), host(m.conv_bias()));
+    const std::vector<float> got = m.forward(on_device(in)).to_vector();
+    EXPECT_TRUE(matches_values(ref.shape, got, ref, 2e-5));
+    EXPECT_GT(count_nan(ref), 0);  // inf - inf happened
+    // -inf reached tanh(tanh(-inf)) = tanh(-1) somewhere.
+    EXPECT_GT(std::count(ref.values.begin(), ref.values.end(), std::tanh(-1.0)), 0);
+}
+
+TEST_P(Numerics, InfinitiesInP32BehaveLikePyTorchForEitherSignOfScale) {
+    // scale 0: inf * 0 is NaN in PyTorch, so every position seeing an
+    // infinity becomes NaN.
+    for (float scale : {2.0f, -1.5f, 0.0f}) {
+        SCOPED_TRACE("scale " + std::to_string(scale));
+        Conv2dScaleMin m(3, 5, 3, scale, choice(), 43);
+        Tensor in = random_tensor({2, 3, 9, 10}, 44);
+        plant_infinities(in);
+        const HostTensor ref =
+            reference::p32(host(in), host(m.conv_weight()), host(m.conv_bias()), scale);
+        const std::vector<float> got = m.forward(on_device(in)).to_vector();
+        EXPECT_TRUE(matches_values(ref.shape, got, ref, 2e-5));
+        EXPECT_GT(count_nan(ref), 0);
+        if (scale != 0.0f) {
+            // The min picks an infinity of the right sign somewhere.
+            EXPECT_NE(std::find(got.begin(), got.end(), -kInf), got.end());
+        }
+    }
+}
+
+TEST_P(Numerics, InfinitiesInP24BehaveLikePyTorch) {
+    // A +inf in a softmax row makes the row NaN (exp(inf - inf)); -inf
+    // entries give exactly 0.
+    Conv3dMinSoftmax m(3, 6, 2, 2, choice(), 45);
+    Tensor in = random_tensor({2, 3, 4, 8, 9}, 46);
+    plant_infinities(in);
+    const HostTensor ref = reference::p24(host(in), host(m.conv_weight()), host(m.conv_bias()));
+    const std::vector<float> got = m.forward(on_device(in)).to_vector();
+    EXPECT_TRUE(matches_values(ref.shape, got, ref, 2e-5));
+    EXPECT_GT(std::count(ref.values.begin(), ref.values.end(), 0.0), 0);
+    // Sample 1 has no infinity: finite everywhere.
+    const int64_t half = got.size() / 2;
+    EXPECT_EQ(count_nan(std::vector<float>(got.begin() + half, got.end())), 0);
+}
+
+TEST_P(Numerics, InfinitiesInP83MakeTheirGroupsNaN) {
+    // Each infinity reaches every output channel of its sample, and GroupNorm
+    // of a group holding an infinity is NaN throughout (mean inf, inf - inf):
+    // all of sample 0 becomes NaN, sample 1 stays finite; in eval mode and in
+    // training mode (a dropped NaN stays NaN).
+    for (bool training : {false, true}) {
+        SCOPED_TRACE(training ? "training" : "eval");
+        Conv3dGroupNormMinClampDropout m(3, 8, 2, 4, 0.5f, -0.5f, 0.5f, choice(), 47);
+        m.set_clamp(-1.0f, 0.75f);
+        m.set_training(training);
+        Tensor in = random_tensor({2, 3, 4, 6, 7}, 48);
+        plant_infinities(in);
+        const HostTensor ref = p83_reference(m, in);
+        const std::vector<float> got = m.forward(on_device(in)).to_vector();
+        EXPECT_TRUE(matches_values(ref.shape, got, ref, 2e-5));
+        const int64_t half = got.size() / 2;
+        EXPECT_EQ(count_nan(std::vector<float>(got.begin(), got.begin() + half)), half);
+        EXPECT_EQ(count_nan(std::vector<float>(got.begin() + half, got.end())), 0);
+    }
+    // Only +inf in one group's reach is impossible (a conv mixes all input
+    // channels), but an infinity confined to sample 1 leaves sample 0 alone.
+    Conv3dGroupNormMinClampDropout m(2, 4, 1, 2, 10.0f, -10.0f, 0.0f, choice(), 49);
+    m.set_clamp(-10.0f, 10.0f);
+    Tensor in = random_tensor({2, 2, 3, 4, 5}, 50);
+    in.data()[in.numel() - 1] = -kInf;
+    const HostTensor ref = p83_reference(m, in);
+    const std::vector<float> got = m.forward(on_device(in)).to_vector();
+    EXPECT_TRUE(matches_values(ref.shape, got, ref, 2e-5));
+    const int64_t half = got.size() / 2;
+    EXPECT_EQ(count_nan(std::vector<float>(got.begin(), got.begin() + half)), 0);
+    EXPECT_EQ(count_nan(std::vector<float>(got.begin() + half, got.end())), half);
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, Numerics,
+                         ::testing::Values(DeviceChoice::CPU, DeviceChoice::GPU), device_name);
+
+}  // namespace

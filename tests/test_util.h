@@ -1,0 +1,179 @@
+// Helpers shared by the runtime tests (test_errors, test_numerics,
+// test_randomized, test_gpu_faults): random host tensors, float64 reference
+// views, whole-tensor comparisons with NaN and infinity placement, the
+// CPU/GPU test parameter, and checks of fusedconv::Error messages.
+#pragma once
+
+#include "fusedconv/error.h"
+#include "fusedconv/models.h"
+#include "reference.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fusedconv {
+// Readable test names in ctest ("... GetParam() = gpu").
+inline void PrintTo(DeviceChoice d, std::ostream *os) {
+    *os << (d == DeviceChoice::GPU ? "gpu" : d == DeviceChoice::CPU ? "cpu" : "auto");
+}
+}  // namespace fusedconv
+
+namespace fusedconv::testutil {
+
+using reference::HostTensor;
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// A host tensor of uniform [lo, hi) values drawn from `rng`; never exactly
+// zero (a zero would look like an unwritten or dropped output).
+inline Tensor random_tensor(const Shape &shape, std::mt19937_64 &rng, float lo = -1.0f,
+                            float hi = 1.0f) {
+    Tensor t = Tensor::empty(shape, Device::CPU);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    float *p = t.data();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+        do {
+            p[i] = dist(rng);
+        } while (p[i] == 0.0f);
+    }
+    return t;
+}
+
+inline Tensor random_tensor(const Shape &shape, uint64_t seed, float lo = -1.0f,
+                            float hi = 1.0f) {
+    std::mt19937_64 rng(seed);
+    return random_tensor(shape, rng, lo, hi);
+}
+
+// A tensor (either device) as a float64 reference tensor.
+inline HostTensor host(const Tensor &t) {
+    std::vector<float> v = t.to_vector();
+    return reference::from_float(t.shape(), v.data());
+}
+
+// "(n, c, z, y, x)" of flat index i in a PyTorch-contiguous tensor.
+inline std::string index_string(const Shape &shape, int64_t i) {
+    Shape idx(shape.size());
+    for (size_t d = shape.size(); d-- > 0;) {
+        idx[d] = i % shape[d];
+        i /= shape[d];
+    }
+    return shape_string(idx);
+}
+
+// Every element of `got` against the float64 reference: NaN exactly where
+// the reference is NaN, infinities equal (same sign), and otherwise
+// |got - ref| <= atol + rtol * max(1, |ref|) (relative above 1, absolute
+// below). Reports the first mismatch by index, the number of mismatches and
+// the largest finite error.
+inline ::testing::AssertionResult matches_values(const Shape &shape, const std::vector<float> &got,
+                                                 const HostTensor &ref, double rtol,
+                                                 double atol = 0.0) {
+    if (shape != ref.shape) {
+        return ::testing::AssertionFailure()
+               << "shape " << shape_string(shape) << " vs reference " << shape_string(ref.shape);
+    }
+    int64_t bad = 0, first = -1;
+    double worst = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+        const double g = got[i], r = ref.values[i];
+        bool ok;
+        if (std::isnan(r) || std::isnan(g)) {
+            ok = std::isnan(r) && std::isnan(g);
+        } else if (std::isinf(r) || std::isinf(g)) {
+            ok = g == r;
+        } else {
+            const double err = std::abs(g - r);
+            worst = std::max(worst, err / std::max(1.0, std::abs(r)));
+            ok = err <= atol + rtol * std::max(1.0, std::abs(r));
+        }
+        if (!ok) {
+            if (first < 0) first = static_cast<int64_t>(i);
+            ++bad;
+        }
+    }
+    if (bad == 0) return ::testing::AssertionSuccess() << "max scaled error " << worst;
+    return ::testing::AssertionFailure()
+           << bad << " of " << got.size() << " elements of " << shape_string(shape)
+           << " differ; first at " << index_string(shape, first) << ": got " << got[first]
+           << ", float64 reference " << ref.values[first] << " (rtol " << rtol << ", atol "
+           << atol << ", max finite scaled error " << worst << ")";
+}
+
+inline ::testing::AssertionResult matches(const Tensor &got, const HostTensor &ref,
+                                          double rtol = 2e-5, double atol = 0.0) {
+    return matches_values(got.shape(), got.to_vector(), ref, rtol, atol);
+}
+
+// Runs `f`; success when it throws fusedconv::Error whose message contains
+// every one of `keywords`. Anything else (no exception, another exception
+// type, a message missing a keyword) fails with what happened.
+template <class F>
+::testing::AssertionResult throws_error(F &&f, std::initializer_list<std::string> keywords) {
+    try {
+        f();
+    } catch (const Error &e) {
+        const std::string msg = e.what();
+        for (const std::string &k : keywords) {
+            if (msg.find(k) == std::string::npos) {
+                return ::testing::AssertionFailure()
+                       << "fusedconv::Error \"" << msg << "\" does not mention \"" << k << "\"";
+            }
+        }
+        return ::testing::AssertionSuccess() << "fusedconv::Error \"" << msg << "\"";
+    } catch (const std::exception &e) {
+        return ::testing::AssertionFailure()
+               << "threw a std::exception that is not fusedconv::Error: " << e.what();
+    } catch (...) {
+        return ::testing::AssertionFailure() << "threw something that is not an exception";
+    }
+    return ::testing::AssertionFailure() << "no error was thrown";
+}
+
+// The test parameter of tests that run on the CPU, and on the GPU when one
+// is usable (skipped with a message otherwise).
+class OnDevice : public ::testing::TestWithParam<DeviceChoice> {
+protected:
+    void SetUp() override {
+        if (GetParam() == DeviceChoice::GPU && !gpu_available()) {
+            GTEST_SKIP() << "no usable CUDA device (" << gpu_unavailable_reason()
+                         << "); GPU libraries not exercised";
+        }
+    }
+    Device device() const { return GetParam() == DeviceChoice::GPU ? Device::GPU : Device::CPU; }
+    DeviceChoice choice() const { return GetParam(); }
+    Tensor on_device(const Tensor &t) const { return t.to(device()); }
+};
+
+inline std::string device_name(const ::testing::TestParamInfo<DeviceChoice> &info) {
+    return info.param == DeviceChoice::GPU ? "GPU" : "CPU";
+}
+
+// p83's float64 reference with the model's own parameters and settings.
+inline HostTensor p83_reference(const Conv3dGroupNormMinClampDropout &m, const Tensor &in) {
+    reference::P83Args a{m.groups(),    m.eps(),       m.min_value(), m.clamp_min(),
+                         m.clamp_max(), m.dropout_p(), m.training(),  m.dropout_seed()};
+    return reference::p83(host(in), host(m.conv_weight()), host(m.conv_bias()),
+                          host(m.norm_weight()), host(m.norm_bias()), a);
+}
+
+}  // namespace fusedconv::testutil
+
+// Skips the current test (with the reason) when no GPU is usable.
+#define FUSEDCONV_REQUIRE_GPU()                                                         \
+    do {                                                                                \
+        if (!::fusedconv::gpu_available()) {                                            \
+            GTEST_SKIP() << "no usable CUDA device ("                                   \
+                         << ::fusedconv::gpu_unavailable_reason() << "); GPU-only test"; \
+        }                                                                               \
+    } while (0)
