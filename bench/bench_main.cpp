@@ -11,6 +11,7 @@
 #include "fusedconv/error.h"
 #include "fusedconv/models.h"
 #include "reference.h"
+#include "run_tools.h"
 #include "sampled_check.h"
 
 #ifdef FUSEDCONV_BENCH_CUDA
@@ -21,13 +22,11 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
-#include <random>
 #include <sstream>
 
 #ifndef FUSEDCONV_COMMIT
@@ -54,36 +53,11 @@ struct Options {
     bool measure_ceilings = true;
 };
 
-struct Timing {
-    double median_ms = 0, min_ms = 0;
-};
+using tools::host_copy;
+using tools::Timing;
 
 Timing time_runs(const std::function<void()> &run, int warmup, int reps) {
-    for (int i = 0; i < warmup; ++i) run();
-    synchronize();
-    std::vector<double> ms;
-    for (int i = 0; i < reps; ++i) {
-        auto t0 = std::chrono::steady_clock::now();
-        run();
-        synchronize();
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::sort(ms.begin(), ms.end());
-    size_t h = ms.size() / 2;
-    return {ms.size() % 2 ? ms[h] : 0.5 * (ms[h - 1] + ms[h]), ms.front()};
-}
-
-Tensor random_input(const Shape &shape, uint64_t seed) {
-    Tensor t = Tensor::empty(shape, Device::CPU);
-    std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<float> dist(0.0f, 1.0f);  // torch.rand, as KernelBench
-    for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = dist(rng);
-    return t;
-}
-
-HostTensor host(const Tensor &t) {
-    std::vector<float> v = t.to_vector();
-    return reference::from_float(t.shape(), v.data());
+    return tools::time_runs(run, synchronize, warmup, reps);
 }
 
 // The model of a problem at its KernelBench init arguments (seeded init).
@@ -116,7 +90,7 @@ reference::P83Args p83_args(const Conv3dGroupNormMinClampDropout &m) {
 // Float64 check of one output on sampled positions.
 reference::SampleReport check(const Problem &p, const Model &m, const HostTensor &in,
                               const std::vector<float> &out, const Shape &out_shape, int samples) {
-    HostTensor w = host(weight_of(m)), b = host(bias_of(m));
+    HostTensor w = host_copy(weight_of(m)), b = host_copy(bias_of(m));
     if (p.id == "p24") return reference::check_p24(in, w, b, out.data(), out_shape, samples, 24);
     if (p.id == "p25") return reference::check_p25(in, w, b, out.data(), out_shape, samples, 25);
     if (p.id == "p32") {
@@ -124,7 +98,7 @@ reference::SampleReport check(const Problem &p, const Model &m, const HostTensor
         return reference::check_p32(in, w, b, scale, out.data(), out_shape, samples, 32);
     }
     auto &g = dynamic_cast<const Conv3dGroupNormMinClampDropout &>(m);
-    return reference::check_p83(in, w, b, host(g.norm_weight()), host(g.norm_bias()), p83_args(g),
+    return reference::check_p83(in, w, b, host_copy(g.norm_weight()), host_copy(g.norm_bias()), p83_args(g),
                                 out.data(), out_shape, samples, 83);
 }
 
@@ -156,7 +130,7 @@ public:
         size_t free0 = 0, total = 0;
         gpu_memory(&free0, &total);
         std::unique_ptr<Model> model = make_model(p);
-        Tensor host_in = random_input(shape, 1000 + shape[0]);
+        Tensor host_in = tools::uniform_input(shape, 1000 + shape[0]);
         Tensor in = host_in.to(Device::GPU);
         Shape out_shape = model->output_shape(shape);
         Tensor out = Tensor::empty(out_shape, Device::GPU);
@@ -169,7 +143,7 @@ public:
         const double halide_peak = free0 > free1 ? double(free0 - free1) : 0.0;
 
         const double flops = conv_flops(p, shape), bytes = unavoidable_bytes(p, shape);
-        HostTensor hin = host(host_in);
+        HostTensor hin = host_copy(host_in);
         std::vector<float> halide_out;
         if (wants("halide")) {
             Timing t = time_runs([&] { model->forward_into(in, out); }, o_.warmup, o_.reps);
@@ -288,16 +262,6 @@ private:
     std::vector<json> records_;
 };
 
-std::vector<std::string> split(const std::string &s) {
-    std::vector<std::string> out;
-    std::stringstream ss(s);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-        if (!item.empty()) out.push_back(item);
-    }
-    return out;
-}
-
 int run(int argc, char **argv) {
     Options o;
     std::string problems = "p24,p25,p32,p83", systems = "halide,cudnn-eager-fp32,cudnn-eager-tf32";
@@ -320,8 +284,8 @@ int run(int argc, char **argv) {
                  "Use the driver's attributes for the roofline instead of measuring copy "
                  "bandwidth and FMA rate");
     CLI11_PARSE(app, argc, argv);
-    o.problems = split(problems);
-    o.systems = split(systems);
+    o.problems = tools::split_list(problems);
+    o.systems = tools::split_list(systems);
 
     try {
         for (const std::string &s : o.systems) {

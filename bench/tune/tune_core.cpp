@@ -3,7 +3,6 @@
 #include "fusedconv/error.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -13,35 +12,6 @@
 namespace fusedconv::tune {
 
 using nlohmann::json;
-
-double median(std::vector<double> ms) {
-    if (ms.empty()) return 0;
-    std::sort(ms.begin(), ms.end());
-    size_t h = ms.size() / 2;
-    return ms.size() % 2 ? ms[h] : 0.5 * (ms[h - 1] + ms[h]);
-}
-
-Timing time_runs(const std::function<void()> &run, const std::function<void()> &sync, int warmup,
-                 int reps, double cutoff_ms, int cutoff_after) {
-    for (int i = 0; i < warmup; ++i) run();
-    sync();
-    Timing t;
-    for (int i = 0; i < reps; ++i) {
-        auto t0 = std::chrono::steady_clock::now();
-        run();
-        sync();
-        t.times_ms.push_back(
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-        if (cutoff_ms > 0 && int(t.times_ms.size()) == cutoff_after && i + 1 < reps &&
-            median(t.times_ms) > cutoff_ms) {
-            t.cut_short = true;
-            break;
-        }
-    }
-    t.median_ms = median(t.times_ms);
-    t.min_ms = t.times_ms.empty() ? 0 : *std::min_element(t.times_ms.begin(), t.times_ms.end());
-    return t;
-}
 
 Comparison compare_outputs(const float *ref, const float *got, int64_t n, double rel_tol) {
     Comparison c;

@@ -1,8 +1,9 @@
-// GPU-free helpers of the tuning binary (bench/tune/tune_main.cpp): timing
-// statistics, the output check against the default schedule, and the
-// JSON-lines measurement log (one record per line, appended and flushed per
+// GPU-free helpers of the tuning binary (bench/tune/tune_main.cpp): the
+// output check against the default schedule, and the JSON-lines measurement log (one record per line, appended and flushed per
 // candidate, so an interrupted run loses nothing and a rerun resumes).
 #pragma once
+
+#include "run_tools.h"
 
 #include <nlohmann/json.hpp>
 
@@ -14,21 +15,10 @@
 
 namespace fusedconv::tune {
 
-struct Timing {
-    double median_ms = 0, min_ms = 0;
-    std::vector<double> times_ms;  // every timed run, in order
-    bool cut_short = false;        // stopped early: slower than the cutoff
-};
-
-// Median of `ms` (mean of the middle two for an even count); 0 when empty.
-double median(std::vector<double> ms);
-
-// `warmup` untimed calls of run() then sync(); then up to `reps` calls, each
-// timed on the host clock around run() + sync(). When cutoff_ms > 0 and the
-// median of the first `cutoff_after` timed runs exceeds cutoff_ms, stops there
-// (cut_short): a candidate far slower than the default is not worth the time.
-Timing time_runs(const std::function<void()> &run, const std::function<void()> &sync, int warmup,
-                 int reps, double cutoff_ms = 0, int cutoff_after = 3);
+// Timing statistics are the project's shared ones (runtime/tools).
+using tools::median;
+using tools::time_runs;
+using tools::Timing;
 
 struct Comparison {
     bool ok = true;

@@ -44,15 +44,7 @@ struct Options {
     bool resume = true, list = false, list_json = false;
 };
 
-std::vector<std::string> split(const std::string &s) {
-    std::vector<std::string> out;
-    std::stringstream ss(s);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-        if (!item.empty()) out.push_back(item);
-    }
-    return out;
-}
+
 
 bool contains(const std::vector<std::string> &v, const std::string &s) {
     return std::find(v.begin(), v.end(), s) != v.end();
@@ -429,8 +421,8 @@ int run(int argc, char **argv) {
     app.add_flag("--list", o.list, "Print the table of libraries and exit (no GPU needed)");
     app.add_flag("--list-json", o.list_json, "The same as JSON");
     CLI11_PARSE(app, argc, argv);
-    o.models = split(models);
-    o.systems = split(systems);
+    o.models = tools::split_list(models);
+    o.systems = tools::split_list(systems);
 
     try {
         if (o.list || o.list_json) {

@@ -4,14 +4,13 @@
 #include "fusedconv/models.h"
 #include "fusedconv/safetensors.h"
 #include "reference.h"
+#include "run_tools.h"
 #include "sampled_check.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
-#include <random>
 
 namespace fusedconv::cli {
 
@@ -21,15 +20,6 @@ using reference::HostTensor;
 
 // Mixed tolerance: float32 accuracy relative to the value, absolute below 1.
 constexpr double kTolerance = 1e-4;
-
-Tensor random_input(const Shape &shape, uint64_t seed) {
-    Tensor t = Tensor::empty(shape, Device::CPU);
-    std::mt19937_64 rng(seed ^ 0x5eedu);
-    std::uniform_real_distribution<float> dist(0.0f, 1.0f);  // KernelBench's torch.rand
-    float *p = t.data();
-    for (int64_t i = 0; i < t.numel(); ++i) p[i] = dist(rng);
-    return t;
-}
 
 // The run's input on `r.device`: the --input tensor, else seeded values of
 // the model's default shape (batch from --batch when given).
@@ -41,7 +31,7 @@ Tensor make_input(const RunOptions &opt, Shape default_shape, RunResult &r) {
     }
     if (opt.batch) default_shape[0] = opt.batch;
     r.input_shape = default_shape;
-    return random_input(r.input_shape, opt.seed).to(r.device);
+    return tools::uniform_input(r.input_shape, opt.seed ^ 0x5eedu).to(r.device);
 }
 
 // --weights: the model's parameters from a state_dict instead of the seeded init.
@@ -54,30 +44,16 @@ void save_output(const Tensor &out, const RunOptions &opt) {
     if (!opt.output_path.empty()) save_safetensors(opt.output_path, {{"output", out}});
 }
 
-HostTensor host(const Tensor &t) {
-    std::vector<float> v = t.to_vector();
-    return reference::from_float(t.shape(), v.data());
-}
+using tools::host_copy;
 
-// Times `run` after `warmup` untimed calls; each timed call waits for the GPU.
+// Times `run` after the warm-up calls; each timed call waits for the GPU.
 void time_runs(const std::function<void()> &run, const RunOptions &opt, Device device,
                RunResult &r) {
     const int warmup = opt.warmup >= 0 ? opt.warmup : (device == Device::GPU ? 3 : 1);
-    for (int i = 0; i < warmup; ++i) run();
-    synchronize();
     const int reps = opt.reps > 0 ? opt.reps : (device == Device::GPU ? 20 : 3);
-    std::vector<double> ms;
-    for (int i = 0; i < reps; ++i) {
-        auto t0 = std::chrono::steady_clock::now();
-        run();
-        synchronize();
-        auto t1 = std::chrono::steady_clock::now();
-        ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-    }
-    std::sort(ms.begin(), ms.end());
-    r.min_ms = ms.front();
-    r.median_ms = ms.size() % 2 ? ms[ms.size() / 2]
-                                : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+    tools::Timing t = tools::time_runs(run, synchronize, warmup, reps);
+    r.median_ms = t.median_ms;
+    r.min_ms = t.min_ms;
 }
 
 char buf[256];
@@ -100,7 +76,8 @@ void run_p24(const RunOptions &opt, RunResult &r) {
 
     std::vector<float> got = out.to_vector();
     reference::SampleReport rep =
-        reference::check_p24(host(in), host(m.conv_weight()), host(m.conv_bias()), got.data(),
+        reference::check_p24(host_copy(in), host_copy(m.conv_weight()), host_copy(m.conv_bias()),
+                             got.data(),
                              r.output_shape, opt.samples, opt.seed + 24);
     r.max_err = rep.max_err;
     r.notes.push_back(fmt("softmax row sums over %d sampled pixels: max |sum - 1| = %.2e",
@@ -126,7 +103,8 @@ void run_conv2d_min(M &m, const RunOptions &opt, RunResult &r, const Shape &defa
     save_output(out, opt);
 
     std::vector<float> got = out.to_vector();
-    r.max_err = check(host(in), host(m.conv_weight()), host(m.conv_bias()), got.data(),
+    r.max_err = check(host_copy(in), host_copy(m.conv_weight()), host_copy(m.conv_bias()),
+                      got.data(),
                       r.output_shape, opt.samples, opt.seed + 32)
                     .max_err;
     r.ok = r.max_err <= kTolerance;
@@ -138,8 +116,9 @@ double check_p83_samples(const Conv3dGroupNormMinClampDropout &m, const HostTens
                          uint64_t seed) {
     reference::P83Args args{m.groups(), m.eps(), m.min_value(), m.clamp_min(),
                             m.clamp_max(), m.dropout_p(), m.training(), m.dropout_seed()};
-    return reference::check_p83(hin, host(m.conv_weight()), host(m.conv_bias()),
-                                host(m.norm_weight()), host(m.norm_bias()), args, got.data(), s,
+    return reference::check_p83(hin, host_copy(m.conv_weight()), host_copy(m.conv_bias()),
+                                host_copy(m.norm_weight()), host_copy(m.norm_bias()), args,
+                                got.data(), s,
                                 samples, seed)
         .max_err;
 }
@@ -158,7 +137,7 @@ void run_p83(const RunOptions &opt, RunResult &r) {
     Tensor out = Tensor::empty(r.output_shape, r.device);
     time_runs([&] { m.forward_into(in, out); }, opt, r.device, r);
     save_output(out, opt);  // before the variant below overwrites it
-    HostTensor hin = host(in);
+    HostTensor hin = host_copy(in);
     r.max_err = check_p83_samples(m, hin, out.to_vector(), r.output_shape, opt.samples,
                                       opt.seed + 83);
 

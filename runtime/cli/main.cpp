@@ -3,6 +3,7 @@
 // With --weights / --input / --output (one model), parameters and input come
 // from PyTorch safetensors files and the output goes to one.
 #include "checks.h"
+#include "run_tools.h"
 
 #include "fusedconv/error.h"
 #include "fusedconv/safetensors.h"
@@ -20,16 +21,6 @@
 #include <sstream>
 
 namespace {
-
-std::vector<std::string> split_list(const std::string &s) {
-    std::vector<std::string> out;
-    std::stringstream ss(s);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-        if (!item.empty()) out.push_back(item);
-    }
-    return out;
-}
 
 // --input: the tensor "input" of the file, or its only tensor.
 fusedconv::Tensor pick_input(const std::map<std::string, fusedconv::Tensor> &tensors,
@@ -129,7 +120,7 @@ int main(int argc, char **argv) {
         return app.exit(e) == 0 ? 0 : 2;
     }
 
-    std::vector<std::string> names = split_list(models);
+    std::vector<std::string> names = fusedconv::tools::split_list(models);
     try {
         opt.device = parse_device_choice(device);
         if (names.empty()) throw Error("--models: no model named");

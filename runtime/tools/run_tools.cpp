@@ -1,0 +1,63 @@
+#include "run_tools.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <sstream>
+
+namespace fusedconv::tools {
+
+std::vector<std::string> split_list(const std::string &s) {
+    std::vector<std::string> out;
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        if (!item.empty()) out.push_back(item);
+    }
+    return out;
+}
+
+double median(std::vector<double> ms) {
+    if (ms.empty()) return 0;
+    std::sort(ms.begin(), ms.end());
+    size_t h = ms.size() / 2;
+    return ms.size() % 2 ? ms[h] : 0.5 * (ms[h - 1] + ms[h]);
+}
+
+Timing time_runs(const std::function<void()> &run, const std::function<void()> &sync, int warmup,
+                 int reps, double cutoff_ms, int cutoff_after) {
+    for (int i = 0; i < warmup; ++i) run();
+    sync();
+    Timing t;
+    for (int i = 0; i < reps; ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        run();
+        sync();
+        t.times_ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        if (cutoff_ms > 0 && int(t.times_ms.size()) == cutoff_after && i + 1 < reps &&
+            median(t.times_ms) > cutoff_ms) {
+            t.cut_short = true;
+            break;
+        }
+    }
+    t.median_ms = median(t.times_ms);
+    t.min_ms = t.times_ms.empty() ? 0 : *std::min_element(t.times_ms.begin(), t.times_ms.end());
+    return t;
+}
+
+Tensor uniform_input(const Shape &shape, uint64_t seed) {
+    Tensor t = Tensor::empty(shape, Device::CPU);
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> dist(0.0f, 1.0f);
+    float *p = t.data();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = dist(rng);
+    return t;
+}
+
+reference::HostTensor host_copy(const Tensor &t) {
+    std::vector<float> v = t.to_vector();
+    return reference::from_float(t.shape(), v.data());
+}
+
+}  // namespace fusedconv::tools
