@@ -21,28 +21,33 @@ Expr torch_clamp(Expr v, Expr lo, Expr hi) {
 }
 
 Conv conv2d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr cin, Expr cout,
-            Expr in_h, const std::string &name) {
+            Expr in_w, Expr in_h, const std::string &name) {
     V v;
     RDom r(0, kw, 0, kh, 0, cin, name + "_r");
+    Func src(name + "_src"), w(name + "_w");
+    src(v.x, v.y, v.c, v.n) = input(clamp(v.x, 0, in_w - 1), clamp(v.y, 0, in_h - 1),
+                                    clamp(v.c, 0, cin - 1), v.n);
+    w(v.x, v.y, v.z, v.c) = weight(v.x, v.y, clamp(v.z, 0, cin - 1), clamp(v.c, 0, cout - 1));
     Func f(name);
-    Expr co = clamp(v.c, 0, cout - 1);
-    f(v.x, v.y, v.c, v.n) = bias(co);
-    Expr row = clamp(v.y + r.y, 0, in_h - 1);
-    f(v.x, v.y, v.c, v.n) += weight(r.x, r.y, r.z, co) * input(v.x + r.x, row, r.z, v.n);
-    return {f, r};
+    f(v.x, v.y, v.c, v.n) = bias(clamp(v.c, 0, cout - 1));
+    f(v.x, v.y, v.c, v.n) += w(r.x, r.y, r.z, v.c) * src(v.x + r.x, v.y + r.y, r.z, v.n);
+    return {f, r, src, w};
 }
 
 Conv conv3d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr kd,
-            Expr cin, Expr cout, Expr in_h, const std::string &name) {
+            Expr cin, Expr cout, Expr in_w, Expr in_h, const std::string &name) {
     V v;
     RDom r(0, kw, 0, kh, 0, kd, 0, cin, name + "_r");
+    Func src(name + "_src"), w(name + "_w");
+    src(v.x, v.y, v.z, v.c, v.n) = input(clamp(v.x, 0, in_w - 1), clamp(v.y, 0, in_h - 1), v.z,
+                                         clamp(v.c, 0, cin - 1), v.n);
+    w(v.x, v.y, v.z, v.c, v.n) =
+        weight(v.x, v.y, v.z, clamp(v.c, 0, cin - 1), clamp(v.n, 0, cout - 1));
     Func f(name);
-    Expr co = clamp(v.c, 0, cout - 1);
-    f(v.x, v.y, v.z, v.c, v.n) = bias(co);
+    f(v.x, v.y, v.z, v.c, v.n) = bias(clamp(v.c, 0, cout - 1));
     f(v.x, v.y, v.z, v.c, v.n) +=
-        weight(r.x, r.y, r.z, r.w, co) *
-        input(v.x + r.x, clamp(v.y + r.y, 0, in_h - 1), v.z + r.z, r.w, v.n);
-    return {f, r};
+        w(r.x, r.y, r.z, r.w, v.c) * src(v.x + r.x, v.y + r.y, v.z + r.z, r.w, v.n);
+    return {f, r, src, w};
 }
 
 MinReduce min_over_depth(Func f5, Expr depth, const std::string &name) {

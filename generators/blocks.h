@@ -37,18 +37,21 @@ Expr torch_clamp(Expr v, Expr lo, Expr hi);
 
 // A 2D or 3D convolution with bias: stride 1, no padding, any kernel size.
 struct Conv {
-    Func f;   // f(x, y, c, n) or f(x, y, z, c, n); the update sums over r
-    RDom r;   // (kx, ky, ci) or (kx, ky, kz, ci)
+    Func f;       // f(x, y, c, n) or f(x, y, z, c, n); the update sums over r
+    RDom r;       // (kx, ky, ci) or (kx, ky, kz, ci)
+    Func source;  // the input as the update reads it, edge-clamped
+    Func weight;  // the weights as the update reads them, channel-clamped
 };
-// kw, kh, (kd), cin, cout: extents of the weight buffer; in_h: the input's
-// height. The output channel index into weight and bias is clamped to
-// [0, cout) and the input row to [0, in_h): a schedule may then compute whole
-// blocks of channels or rows past the last one (never consumed) without
-// reading outside the buffers.
+// kw, kh, (kd), cin, cout: extents of the weight buffer; in_w, in_h: the
+// input's width and height. `source` clamps the input column, row and channel
+// to [0, in_w) x [0, in_h) x [0, cin), `weight` and the bias clamp their
+// channels to [0, cin) x [0, cout): a schedule may then compute (or stage)
+// whole tiles of pixels or blocks of channels past the last one (never
+// consumed) without reading outside the buffers.
 Conv conv2d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr cin, Expr cout,
-            Expr in_h, const std::string &name = "conv");
+            Expr in_w, Expr in_h, const std::string &name = "conv");
 Conv conv3d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr kd,
-            Expr cin, Expr cout, Expr in_h, const std::string &name = "conv");
+            Expr cin, Expr cout, Expr in_w, Expr in_h, const std::string &name = "conv");
 
 // Minimum over one dimension of a reduction domain, NaN-propagating.
 struct MinReduce {

@@ -5,12 +5,12 @@ namespace fusedconv {
 using namespace Halide;
 using namespace blocks;
 
-P24Pipeline build_p24(Func input, Func weight, Func bias, Expr in_h, Expr in_depth, Expr kw, Expr kh,
+P24Pipeline build_p24(Func input, Func weight, Func bias, Expr in_w, Expr in_h, Expr in_depth, Expr kw, Expr kh,
                       Expr kd, Expr cin, Expr cout) {
     V v;
     P24Pipeline p;
     p.kw = kw, p.kh = kh, p.kd = kd, p.cin = cin, p.cout = cout;
-    p.conv = conv3d(input, weight, bias, kw, kh, kd, cin, cout, in_h);
+    p.conv = conv3d(input, weight, bias, kw, kh, kd, cin, cout, in_w, in_h);
     p.min_depth = min_over_depth(p.conv.f, in_depth - kd + 1);
     p.softmax = softmax_over_channels(p.min_depth.f, cout);
     p.output = Func("p24_out");
@@ -18,18 +18,18 @@ P24Pipeline build_p24(Func input, Func weight, Func bias, Expr in_h, Expr in_dep
     return p;
 }
 
-static Conv2dMinPipeline conv2d_min(Func input, Func weight, Func bias, Expr in_h, Expr kw, Expr kh,
+static Conv2dMinPipeline conv2d_min(Func input, Func weight, Func bias, Expr in_w, Expr in_h, Expr kw, Expr kh,
                                     Expr cin, Expr cout) {
     Conv2dMinPipeline p;
     p.kw = kw, p.kh = kh, p.cin = cin, p.cout = cout;
-    p.conv = conv2d(input, weight, bias, kw, kh, cin, cout, in_h);
+    p.conv = conv2d(input, weight, bias, kw, kh, cin, cout, in_w, in_h);
     return p;
 }
 
-Conv2dMinPipeline build_p32(Func input, Func weight, Func bias, Expr in_h, Expr scale, Expr kw, Expr kh,
+Conv2dMinPipeline build_p32(Func input, Func weight, Func bias, Expr in_w, Expr in_h, Expr scale, Expr kw, Expr kh,
                             Expr cin, Expr cout) {
     V v;
-    Conv2dMinPipeline p = conv2d_min(input, weight, bias, in_h, kw, kh, cin, cout);
+    Conv2dMinPipeline p = conv2d_min(input, weight, bias, in_w, in_h, kw, kh, cin, cout);
     Func scaled("scaled");
     scaled(v.x, v.y, v.c, v.n) = p.conv.f(v.x, v.y, v.c, v.n) * scale;
     p.min_channels = min_over_channels(scaled, cout);
@@ -38,23 +38,23 @@ Conv2dMinPipeline build_p32(Func input, Func weight, Func bias, Expr in_h, Expr 
     return p;
 }
 
-Conv2dMinPipeline build_p25(Func input, Func weight, Func bias, Expr in_h, Expr kw, Expr kh, Expr cin,
+Conv2dMinPipeline build_p25(Func input, Func weight, Func bias, Expr in_w, Expr in_h, Expr kw, Expr kh, Expr cin,
                             Expr cout) {
     V v;
-    Conv2dMinPipeline p = conv2d_min(input, weight, bias, in_h, kw, kh, cin, cout);
+    Conv2dMinPipeline p = conv2d_min(input, weight, bias, in_w, in_h, kw, kh, cin, cout);
     p.min_channels = min_over_channels(p.conv.f, cout);
     p.output = Func("p25_out");
     p.output(v.x, v.y, v.c, v.n) = tanh(tanh(p.min_channels.f(v.x, v.y, v.n)));
     return p;
 }
 
-P83Pipeline build_p83(Func input, Func weight, Func bias, Func gamma, Func beta, Expr in_h,
+P83Pipeline build_p83(Func input, Func weight, Func bias, Func gamma, Func beta, Expr in_w, Expr in_h,
                       const P83Params &prm, Expr out_w, Expr out_h, Expr out_d, Expr kw,
                       Expr kh, Expr kd, Expr cin, Expr cout) {
     V v;
     P83Pipeline p;
     p.kw = kw, p.kh = kh, p.kd = kd, p.cin = cin, p.cout = cout;
-    p.conv = conv3d(input, weight, bias, kw, kh, kd, cin, cout, in_h);
+    p.conv = conv3d(input, weight, bias, kw, kh, kd, cin, cout, in_w, in_h);
     Expr cpg = cout / prm.groups;
     p.stats = groupnorm_stats(p.conv.f, out_w, out_h, out_d, cpg, prm.eps);
     Expr normed = groupnorm_apply(p.conv.f, p.stats, gamma, beta, cpg, v.x, v.y, v.z, v.c, v.n);

@@ -15,9 +15,9 @@ struct P24Pipeline {
     Halide::Func output;  // (x, y, c, n)
     Halide::Expr kw, kh, kd, cin, cout;
 };
-// in_h (and in_depth): the input's height (depth).
+// in_w, in_h (and in_depth): the input's width, height (and depth).
 P24Pipeline build_p24(Halide::Func input, Halide::Func weight, Halide::Func bias,
-                      Halide::Expr in_h, Halide::Expr in_depth, Halide::Expr kw, Halide::Expr kh,
+                      Halide::Expr in_w, Halide::Expr in_h, Halide::Expr in_depth, Halide::Expr kw, Halide::Expr kh,
                       Halide::Expr kd, Halide::Expr cin, Halide::Expr cout);
 
 // p25 and p32: conv2d -> min over channels (keepdim) -> element-wise epilogue.
@@ -29,11 +29,11 @@ struct Conv2dMinPipeline {
 };
 // p32: min over channels of conv * scale.
 Conv2dMinPipeline build_p32(Halide::Func input, Halide::Func weight, Halide::Func bias,
-                            Halide::Expr in_h, Halide::Expr scale, Halide::Expr kw, Halide::Expr kh,
+                            Halide::Expr in_w, Halide::Expr in_h, Halide::Expr scale, Halide::Expr kw, Halide::Expr kh,
                             Halide::Expr cin, Halide::Expr cout);
 // p25: tanh(tanh(min over channels of conv)).
 Conv2dMinPipeline build_p25(Halide::Func input, Halide::Func weight, Halide::Func bias,
-                            Halide::Expr in_h, Halide::Expr kw, Halide::Expr kh, Halide::Expr cin,
+                            Halide::Expr in_w, Halide::Expr in_h, Halide::Expr kw, Halide::Expr kh, Halide::Expr cin,
                             Halide::Expr cout);
 
 // p83: conv3d -> GroupNorm -> min(., min_value) -> clamp(lo, hi) -> dropout.
@@ -47,7 +47,7 @@ struct P83Pipeline {
     Halide::Expr kw, kh, kd, cin, cout;
 };
 P83Pipeline build_p83(Halide::Func input, Halide::Func weight, Halide::Func bias,
-                      Halide::Func gamma, Halide::Func beta, Halide::Expr in_h,
+                      Halide::Func gamma, Halide::Func beta, Halide::Expr in_w, Halide::Expr in_h,
                       const P83Params &params,
                       Halide::Expr out_w, Halide::Expr out_h, Halide::Expr out_d,
                       Halide::Expr kw, Halide::Expr kh, Halide::Expr kd,

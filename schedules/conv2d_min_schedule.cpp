@@ -22,37 +22,120 @@ void block_channels(Conv2dMinPipeline &p, int block) {
     conv.compute_at(mn, rco).bound_extent(v.c, block).unroll(v.c);
 }
 
-// GPU: ONE kernel. A thread owns gpu_rows_per_thread output pixels of a
-// column; it walks the output channels a block at a time, accumulates the
-// block's convolutions for its pixels in registers (each weight load feeds
-// one FMA per pixel, each input load one per channel), folds them into
-// running mins, then applies the epilogue and writes its pixels.
-// Measured 2026-11-21, NVIDIA H200, tile 32x8, channel block 8, 4 rows per
-// thread: p25 default shape 14.2 ms median, p32 35.1 ms (17 TFLOP/s). One row
-// per thread: p25 12.25 ms, p32 50.5 ms; 2 rows with channel block 16: 21.0 /
-// 95.5 ms; 8 rows: 94 / 379 ms (register spills); channel block 32 with one
-// row spills too (p32 679 ms).
+// GPU: ONE kernel, one warp per block, after the layout of Halide's
+// conv_layer app. A block owns a gpu_tile_x x gpu_tile_y tile of output
+// pixels. It walks the output channels 32 at a time, one channel per lane:
+// each lane accumulates its channel's convolution for the whole tile in
+// registers (every weight it loads feeds tile_x * tile_y FMAs; every input
+// value is one broadcast shared-memory load feeding up to 9 * 32 FMAs across
+// the warp). The input tile and the 32 channels' weights are staged in shared
+// memory gpu_channel_chunk input channels at a time. Each round of 32
+// channels goes to shared memory, where the lanes, now one per pixel, fold
+// it into the running channel min; the epilogue follows. The tile is
+// computed whole even past the right/bottom edge (the conv clamps its input
+// coordinates and channel index; those values are never stored).
 void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
     blocks::V v;
-    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), yii("yii");
-    const int rows = t.gpu_rows_per_thread;
+    const int lanes = 32, tx = t.gpu_tile_x, ty = t.gpu_tile_y, chunk = t.gpu_channel_chunk;
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), pix("pix"), pixo("pixo"), pixl("pixl");
     Func out = p.output;
-    out.tile(v.x, v.y, xo, yo, xi, yi, t.gpu_tile_x, t.gpu_tile_y * rows,
-             TailStrategy::GuardWithIf)
-        .split(yi, yi, yii, rows, TailStrategy::GuardWithIf)
-        .reorder(yii, v.c, xi, yi, xo, yo, v.n)
-        .unroll(yii)
-        .gpu_blocks(xo, yo, v.n)
-        .gpu_threads(xi, yi);
+    out.tile(v.x, v.y, xo, yo, xi, yi, tx, ty, TailStrategy::GuardWithIf)
+        .reorder(v.c, xi, yi, xo, yo, v.n)
+        .fuse(xi, yi, pix)
+        .split(pix, pixo, pixl, lanes, TailStrategy::GuardWithIf)
+        .reorder(v.c, pixo, pixl)
+        .unroll(pixo)
+        .gpu_threads(pixl)
+        .gpu_blocks(xo, yo, v.n);
+
+    // Running channel min of the tile, in shared memory, one lane per pixel.
     Func mn = p.min_channels.f;
-    mn.compute_at(out, xi).bound_extent(v.y, rows).unroll(v.y);
-    block_channels(p, t.gpu_channel_block);
-    mn.update().reorder(v.y, RVar("rci"), RVar("rco")).unroll(v.y);
+    RVar rk("rk"), rl("rl");
+    mn.compute_at(out, xo)
+        .store_in(MemoryType::GPUShared)
+        .bound_extent(v.x, tx)
+        .bound_extent(v.y, ty)
+        .fuse(v.x, v.y, pix)
+        .split(pix, pixo, pixl, lanes)
+        .reorder(pixo, pixl)
+        .unroll(pixo)
+        .gpu_threads(pixl);
+    mn.update()
+        .split(p.min_channels.r.x, rk, rl, lanes, TailStrategy::GuardWithIf)
+        .reorder(rl, v.x, v.y, rk)
+        .fuse(v.x, v.y, pix)
+        .split(pix, pixo, pixl, lanes)
+        .reorder(rl, pixo, pixl, rk)
+        .unroll(pixo)
+        .gpu_threads(pixl);
+
+    // One round of 32 channels: computed in registers (lane = channel), then
+    // copied to shared memory for the min.
     Func conv = p.conv.f;
-    conv.bound_extent(v.y, rows).unroll(v.y);
+    Func round = conv.in();
+    round.compute_at(mn, rk)
+        .store_in(MemoryType::GPUShared)
+        .bound_extent(v.x, tx)
+        .bound_extent(v.y, ty)
+        .bound_extent(v.c, lanes)
+        .reorder_storage(v.c, v.x, v.y, v.n)
+        .reorder(v.x, v.y, v.c, v.n)
+        .gpu_lanes(v.c)
+        .unroll(v.x)
+        .unroll(v.y);
+    conv.compute_at(mn, rk)
+        .store_in(MemoryType::Register)
+        .reorder(v.x, v.y, v.c, v.n)
+        .gpu_lanes(v.c)
+        .unroll(v.x)
+        .unroll(v.y);
+    RVar rzo("rzo"), rzi("rzi");
     Stage upd = conv.update();
-    upd.reorder(v.c, v.y, p.conv.r.x, p.conv.r.y, p.conv.r.z).unroll(v.c).unroll(v.y);
+    upd.split(p.conv.r.z, rzo, rzi, chunk, TailStrategy::GuardWithIf)
+        .reorder(v.x, v.y, p.conv.r.x, p.conv.r.y, rzi, v.c, rzo)
+        .gpu_lanes(v.c)
+        .unroll(v.x)
+        .unroll(v.y);
     unroll_3x3(upd, p);
+
+    // Staged per chunk of input channels: the input window and the weights,
+    // stored input-channel-outermost so that the lanes (output channels)
+    // read weights kw * kh floats apart: conflict-free for odd kw * kh. For
+    // 3x3 the staging loops are unrolled with the lanes over consecutive
+    // addresses: every lane's loads are issued back to back, so the warp waits
+    // for global memory once per chunk. Other kernel sizes take simple loops.
+    Var f("f"), fo("fo"), fl("fl");
+    Func src = p.conv.source;
+    src.compute_at(conv, rzo)
+        .store_in(MemoryType::GPUShared)
+        .bound_extent(v.x, tx + p.kw - 1)
+        .bound_extent(v.y, ty + p.kh - 1)
+        .bound_extent(v.c, chunk);
+    src.specialize(p.kw == 3 && p.kh == 3)
+        .fuse(v.x, v.y, f)
+        .fuse(f, v.c, f)
+        .split(f, fo, fl, lanes, TailStrategy::GuardWithIf)
+        .reorder(fo, fl)
+        .unroll(fo)
+        .gpu_threads(fl);
+    src.split(v.x, fo, fl, lanes, TailStrategy::GuardWithIf).reorder(fo, v.y, v.c, fl).gpu_threads(fl);
+    Func w = p.conv.weight;  // w(kx, ky, ci, co)
+    w.compute_at(conv, rzo)
+        .store_in(MemoryType::GPUShared)
+        .bound_extent(v.x, p.kw)
+        .bound_extent(v.y, p.kh)
+        .bound_extent(v.z, chunk)
+        .bound_extent(v.c, lanes)
+        .reorder_storage(v.x, v.y, v.c, v.z);
+    w.specialize(p.kw == 3 && p.kh == 3)
+        .fuse(v.x, v.y, f)
+        .fuse(f, v.z, f)
+        .split(f, fo, fl, lanes, TailStrategy::GuardWithIf)
+        .reorder(v.c, fo, fl)
+        .unroll(fo)
+        .unroll(v.c)
+        .gpu_threads(fl);
+    w.reorder(v.x, v.y, v.z, v.c).gpu_threads(v.c);
 }
 
 // CPU: rows in parallel; per vector of output pixels, the channel min of the
@@ -67,6 +150,9 @@ void cpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
         .parallel(yn)
         .split(v.x, xo, xi, vec, TailStrategy::GuardWithIf)
         .vectorize(xi);
+    // The edge-clamped input window of the vector of pixels, staged once so
+    // the conv's loads stay dense vector loads (the clamps would make gathers).
+    p.conv.source.compute_at(out, xo).vectorize(v.x, vec, TailStrategy::GuardWithIf);
     Func mn = p.min_channels.f;
     mn.compute_at(out, xo).vectorize(v.x, vec, TailStrategy::GuardWithIf);
     block_channels(p, t.cpu_channel_block);

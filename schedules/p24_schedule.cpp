@@ -14,53 +14,99 @@ void unroll_3x3x3(Stage update, const blocks::Conv &conv, const P24Pipeline &p) 
         .unroll(conv.r.z);
 }
 
-// GPU: ONE kernel. Each block owns a tile of output pixels of one sample; the
-// depth-min of every channel of the tile lives in shared memory. Each thread
-// computes its pixel's convolutions a block of channels at a time, depth by
-// depth (the block's conv values never leave registers; the conv clamps its
-// channel index, so the last block may run past Cout unconsumed), then the
-// softmax reads the shared min.
-// Measured 2026-11-21, NVIDIA H200, default shape (128, 3, 24, 32, 32), tile
-// 16x8, channel block 8, 2 rows per thread: 1.42 ms median (1 row: 1.44 ms;
-// no channel blocking: 2.22 ms; channel block 12: 3.05 ms; 4 rows with a
-// 16x16 tile: 3.6 ms).
+// GPU: ONE kernel, one warp per block (the layout of the p25/p32 schedule).
+// A block owns a gpu_tile_x x gpu_tile_y tile of output pixels and all
+// channels, one channel per lane (Cout <= 32; lanes past Cout compute a
+// clamped channel that is never read). Per output depth z, each lane
+// accumulates its channel's convolution for the whole tile in registers
+// from the input planes staged in shared memory (every input value is one
+// broadcast load feeding up to 27 FMAs per lane), then folds it into the
+// depth-min in shared memory. Then the lanes, one per pixel, do the softmax
+// over channels.
 void gpu(P24Pipeline &p, const P24Params &t) {
     blocks::V v;
-    Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    const int lanes = 32, tx = t.gpu_tile_x, ty = t.gpu_tile_y;
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), pix("pix"), pixo("pixo"), pixl("pixl");
+    Var f("f"), fo("fo"), fl("fl");
     Func out = p.output;
-    out.tile(v.x, v.y, xo, yo, xi, yi, t.gpu_tile_x, t.gpu_tile_y, TailStrategy::GuardWithIf)
-        .reorder(v.c, xi, yi, xo, yo, v.n)
-        .gpu_blocks(xo, yo, v.n)
-        .gpu_threads(xi, yi);
-    p.softmax.max_c.compute_at(out, xi);
-    p.softmax.sum_c.compute_at(out, xi);
+    out.tile(v.x, v.y, xo, yo, xi, yi, tx, ty, TailStrategy::GuardWithIf)
+        .fuse(xi, yi, pix)
+        .split(pix, pixo, pixl, lanes, TailStrategy::GuardWithIf)
+        .reorder(v.c, pixo, pixl, xo, yo, v.n)
+        .gpu_threads(pixl)
+        .gpu_blocks(xo, yo, v.n);
+    p.softmax.max_c.compute_at(out, pixo);
+    p.softmax.sum_c.compute_at(out, pixo);
 
+    // Depth-min of the tile, channel-innermost so the lanes (channels) update
+    // consecutive words.
     Func mn = p.min_depth.f;
     mn.compute_at(out, xo)
         .store_in(MemoryType::GPUShared)
-        .reorder(v.c, v.x, v.y, v.n)
-        .gpu_threads(v.x, v.y);
-    // The depth-min: each thread owns gpu_rows_per_thread rows of a pixel
-    // column, so each weight load feeds that many FMAs.
-    Var co("co"), ci("ci"), yt("yt"), yy("yy");
-    const int rows = t.gpu_rows_per_thread;
+        .bound_extent(v.x, tx)
+        .bound_extent(v.y, ty)
+        .bound_extent(v.c, lanes)
+        .reorder_storage(v.c, v.x, v.y, v.n)
+        .reorder(v.x, v.y, v.c, v.n)
+        .gpu_threads(v.c)
+        .unroll(v.x)
+        .unroll(v.y);
     mn.update()
-        .split(v.c, co, ci, t.gpu_channel_block, TailStrategy::GuardWithIf)
-        .split(v.y, yt, yy, rows, TailStrategy::GuardWithIf)
-        .reorder(ci, yy, p.min_depth.r.x, co, v.x, yt, v.n)
-        .unroll(ci)
-        .unroll(yy)
-        .gpu_threads(v.x, yt);
+        .reorder(v.x, v.y, v.c, p.min_depth.r.x)
+        .gpu_lanes(v.c)
+        .unroll(v.x)
+        .unroll(v.y);
 
     Func conv = p.conv.f;
     conv.compute_at(mn, p.min_depth.r.x)
-        .bound_extent(v.c, t.gpu_channel_block)
-        .bound_extent(v.y, rows)
-        .unroll(v.c)
+        .store_in(MemoryType::Register)
+        .reorder(v.x, v.y, v.z, v.c, v.n)
+        .gpu_lanes(v.c)
+        .unroll(v.x)
         .unroll(v.y);
     Stage upd = conv.update();
-    upd.reorder(v.c, v.y, p.conv.r.x, p.conv.r.y, p.conv.r.z, p.conv.r.w).unroll(v.c).unroll(v.y);
+    upd.reorder(v.x, v.y, v.z, p.conv.r.x, p.conv.r.y, p.conv.r.z, v.c, p.conv.r.w)
+        .gpu_lanes(v.c)
+        .unroll(v.x)
+        .unroll(v.y);
     unroll_3x3x3(upd, p.conv, p);
+
+    // Staged per output depth and input channel: the kd input planes and
+    // that channel's weights of all output channels (shared memory stays
+    // small for any kernel size: (tile + k - 1)^2 * k + 32 * k^3 floats).
+    // For 3x3x3 the staging loops are unrolled so every lane's loads are in
+    // flight at once; the weights are stored output-channel-outermost, so
+    // the lanes read words kw * kh * kd apart (27: conflict-free).
+    Func src = p.conv.source;
+    src.compute_at(conv, p.conv.r.w)
+        .store_in(MemoryType::GPUShared)
+        .bound_extent(v.x, tx + p.kw - 1)
+        .bound_extent(v.y, ty + p.kh - 1)
+        .bound_extent(v.z, p.kd);
+    src.specialize(p.kw == 3 && p.kh == 3 && p.kd == 3)
+        .fuse(v.x, v.y, f)
+        .fuse(f, v.z, f)
+        .split(f, fo, fl, lanes, TailStrategy::GuardWithIf)
+        .reorder(fo, fl)
+        .unroll(fo)
+        .gpu_threads(fl);
+    src.split(v.x, fo, fl, lanes, TailStrategy::GuardWithIf)
+        .reorder(fo, v.y, v.z, fl)
+        .gpu_threads(fl);
+
+    Func w = p.conv.weight;  // w(kx, ky, kz, ci, co)
+    w.compute_at(conv, p.conv.r.w)
+        .store_in(MemoryType::GPUShared)
+        .bound_extent(v.n, lanes);
+    w.specialize(p.kw == 3 && p.kh == 3 && p.kd == 3)
+        .fuse(v.x, v.y, f)
+        .fuse(f, v.z, f)
+        .fuse(f, v.n, f)
+        .split(f, fo, fl, lanes, TailStrategy::GuardWithIf)
+        .reorder(fo, fl)
+        .unroll(fo)
+        .gpu_threads(fl);
+    w.reorder(v.x, v.y, v.z, v.c, v.n).gpu_threads(v.n);
 }
 
 // CPU: rows of (sample, y) in parallel, vectorized over x; per row, the
@@ -79,6 +125,9 @@ void cpu(P24Pipeline &p, const P24Params &t) {
     p.softmax.sum_c.compute_at(out, yn).vectorize(v.x, vec, TailStrategy::GuardWithIf);
     p.softmax.sum_c.update().vectorize(v.x, vec, TailStrategy::GuardWithIf);
 
+    // The edge-clamped input rows, staged so the conv's loads stay dense
+    // vector loads (the clamps would make gathers).
+    p.conv.source.compute_at(out, yn).vectorize(v.x, vec, TailStrategy::GuardWithIf);
     Func mn = p.min_depth.f;
     mn.compute_at(out, yn).vectorize(v.x, vec, TailStrategy::GuardWithIf);
     mn.update().reorder(v.x, p.min_depth.r.x, v.c).vectorize(v.x, vec, TailStrategy::GuardWithIf);

@@ -8,17 +8,12 @@ namespace fusedconv::schedules {
 // Tunable parameters; declared as members of the generator, so each is a
 // GeneratorParam settable at build time (PARAMS in add_halide_library).
 struct P24Params {
-    // GPU: output pixels per block (threads), each thread owning one pixel's
-    // softmax over all channels. The block keeps tile_x * tile_y * Cout floats
-    // of the depth-min in shared memory (the runtime checks this fits 48 KB).
-    Halide::GeneratorParam<int> gpu_tile_x{"gpu_tile_x", 16};
+    // GPU: output pixels per block (one warp, one lane per output channel);
+    // each lane keeps tile_x * tile_y accumulators in registers.
+    // tile_x * tile_y should be a multiple of 32 (the softmax runs one lane
+    // per pixel).
+    Halide::GeneratorParam<int> gpu_tile_x{"gpu_tile_x", 8};
     Halide::GeneratorParam<int> gpu_tile_y{"gpu_tile_y", 8};
-    // GPU: output channels whose convolutions a thread accumulates at once
-    // in registers, reusing each input value that many times.
-    Halide::GeneratorParam<int> gpu_channel_block{"gpu_channel_block", 8};
-    // GPU: rows of output pixels per thread in the depth-min (each weight
-    // load then feeds that many FMAs).
-    Halide::GeneratorParam<int> gpu_rows_per_thread{"gpu_rows_per_thread", 2};
     // CPU: vector width over x.
     Halide::GeneratorParam<int> cpu_vector{"cpu_vector", 8};
 };

@@ -7,6 +7,8 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
+
 #include <mutex>
 
 namespace fusedconv::cuda {
@@ -56,6 +58,8 @@ bool load(void *lib, const char *name, F &fn) {
     return fn != nullptr;
 }
 
+constexpr const char *kJitMaxRegisters = "255";
+
 int acquire_primary(void *, void **ctx, bool) {
     *ctx = driver().primary;
     return driver().primary ? 0 : -1;
@@ -91,6 +95,12 @@ std::string try_init() {
     if (CUresult r = d.cuDevicePrimaryCtxRetain(&d.primary, dev)) {
         return "cuDevicePrimaryCtxRetain failed: " + describe(r);
     }
+    // Halide 14's CUDA runtime JIT-compiles each kernel's PTX with at most
+    // 64 registers per thread unless HL_CUDA_JIT_MAX_REGISTERS says
+    // otherwise; the GPU schedules keep a whole tile of accumulators in
+    // registers and spill to local memory under that cap. 255 lets ptxas
+    // pick (a value the user set is kept).
+    setenv("HL_CUDA_JIT_MAX_REGISTERS", kJitMaxRegisters, 0);
     halide_set_cuda_acquire_context(acquire_primary);
     halide_set_cuda_release_context(release_primary);
     // Freed device buffers go to Halide's cache and are reused by the next
