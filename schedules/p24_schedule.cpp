@@ -23,6 +23,9 @@ void unroll_3x3x3(Stage update, const blocks::Conv &conv, const P24Pipeline &p) 
 // broadcast load feeding up to 27 FMAs per lane), then folds it into the
 // depth-min in shared memory. Then the lanes, one per pixel, do the softmax
 // over channels.
+// Measured 2026-11-21, NVIDIA H200, default shape, 8x8 tile: 0.537 ms
+// (18 TFLOP/s useful; 32 lanes for 24 channels and 8x8 tiles over 30x30
+// pixels execute 1.5x the useful FMAs; ncu: FMA pipe 46% busy).
 void gpu(P24Pipeline &p, const P24Params &t) {
     blocks::V v;
     const int lanes = 32, tx = t.gpu_tile_x, ty = t.gpu_tile_y;
