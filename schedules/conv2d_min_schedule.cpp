@@ -1,4 +1,5 @@
 #include "conv2d_min_schedule.h"
+#include "warp_staging.h"
 
 namespace fusedconv::schedules {
 
@@ -41,7 +42,7 @@ void block_channels(Conv2dMinPipeline &p, int block) {
 // p25 5.61 ms, p32 16.54 ms (37 TFLOP/s; ncu: FMA pipe 60% busy).
 void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
     blocks::V v;
-    const int lanes = 32, tx = t.gpu_tile_x, ty = t.gpu_tile_y, chunk = t.gpu_channel_chunk;
+    const int lanes = kWarpLanes, tx = t.gpu_tile_x, ty = t.gpu_tile_y, chunk = t.gpu_channel_chunk;
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), pix("pix"), pixo("pixo"), pixl("pixl");
     Func out = p.output;
     out.tile(v.x, v.y, xo, yo, xi, yi, tx, ty, TailStrategy::GuardWithIf)
@@ -109,20 +110,14 @@ void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
     // 3x3 the staging loops are unrolled with the lanes over consecutive
     // addresses: every lane's loads are issued back to back, so the warp waits
     // for global memory once per chunk. Other kernel sizes take simple loops.
-    Var f("f"), fo("fo"), fl("fl");
+    Var fo("fo"), fl("fl");
     Func src = p.conv.source;
     src.compute_at(conv, rzo)
         .store_in(MemoryType::GPUShared)
         .bound_extent(v.x, tx + p.kw - 1)
         .bound_extent(v.y, ty + p.kh - 1)
         .bound_extent(v.c, chunk);
-    src.specialize(p.kw == 3 && p.kh == 3)
-        .fuse(v.x, v.y, f)
-        .fuse(f, v.c, f)
-        .split(f, fo, fl, lanes, TailStrategy::GuardWithIf)
-        .reorder(fo, fl)
-        .unroll(fo)
-        .gpu_threads(fl);
+    unrolled_over_warp(src, p.kw == 3 && p.kh == 3, {v.x, v.y, v.c});
     src.split(v.x, fo, fl, lanes, TailStrategy::GuardWithIf).reorder(fo, v.y, v.c, fl).gpu_threads(fl);
     Func w = p.conv.weight;  // w(kx, ky, ci, co)
     w.compute_at(conv, rzo)
@@ -132,14 +127,7 @@ void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
         .bound_extent(v.z, chunk)
         .bound_extent(v.c, lanes)
         .reorder_storage(v.x, v.y, v.c, v.z);
-    w.specialize(p.kw == 3 && p.kh == 3)
-        .fuse(v.x, v.y, f)
-        .fuse(f, v.z, f)
-        .split(f, fo, fl, lanes, TailStrategy::GuardWithIf)
-        .reorder(v.c, fo, fl)
-        .unroll(fo)
-        .unroll(v.c)
-        .gpu_threads(fl);
+    unrolled_over_warp(w, p.kw == 3 && p.kh == 3, {v.x, v.y, v.z}, {v.c});
     w.reorder(v.x, v.y, v.z, v.c).gpu_threads(v.c);
 }
 

@@ -1,4 +1,5 @@
 #include "p24_schedule.h"
+#include "warp_staging.h"
 
 namespace fusedconv::schedules {
 
@@ -28,9 +29,9 @@ void unroll_3x3x3(Stage update, const blocks::Conv &conv, const P24Pipeline &p) 
 // pixels execute 1.5x the useful FMAs; ncu: FMA pipe 46% busy).
 void gpu(P24Pipeline &p, const P24Params &t) {
     blocks::V v;
-    const int lanes = 32, tx = t.gpu_tile_x, ty = t.gpu_tile_y;
+    const int lanes = kWarpLanes, tx = t.gpu_tile_x, ty = t.gpu_tile_y;
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), pix("pix"), pixo("pixo"), pixl("pixl");
-    Var f("f"), fo("fo"), fl("fl");
+    Var fo("fo"), fl("fl");
     Func out = p.output;
     out.tile(v.x, v.y, xo, yo, xi, yi, tx, ty, TailStrategy::GuardWithIf)
         .fuse(xi, yi, pix)
@@ -86,13 +87,7 @@ void gpu(P24Pipeline &p, const P24Params &t) {
         .bound_extent(v.x, tx + p.kw - 1)
         .bound_extent(v.y, ty + p.kh - 1)
         .bound_extent(v.z, p.kd);
-    src.specialize(p.kw == 3 && p.kh == 3 && p.kd == 3)
-        .fuse(v.x, v.y, f)
-        .fuse(f, v.z, f)
-        .split(f, fo, fl, lanes, TailStrategy::GuardWithIf)
-        .reorder(fo, fl)
-        .unroll(fo)
-        .gpu_threads(fl);
+    unrolled_over_warp(src, p.kw == 3 && p.kh == 3 && p.kd == 3, {v.x, v.y, v.z});
     src.split(v.x, fo, fl, lanes, TailStrategy::GuardWithIf)
         .reorder(fo, v.y, v.z, fl)
         .gpu_threads(fl);
@@ -101,14 +96,7 @@ void gpu(P24Pipeline &p, const P24Params &t) {
     w.compute_at(conv, p.conv.r.w)
         .store_in(MemoryType::GPUShared)
         .bound_extent(v.n, lanes);
-    w.specialize(p.kw == 3 && p.kh == 3 && p.kd == 3)
-        .fuse(v.x, v.y, f)
-        .fuse(f, v.z, f)
-        .fuse(f, v.n, f)
-        .split(f, fo, fl, lanes, TailStrategy::GuardWithIf)
-        .reorder(fo, fl)
-        .unroll(fo)
-        .gpu_threads(fl);
+    unrolled_over_warp(w, p.kw == 3 && p.kh == 3 && p.kd == 3, {v.x, v.y, v.z, v.n});
     w.reorder(v.x, v.y, v.z, v.c, v.n).gpu_threads(v.n);
 }
 
