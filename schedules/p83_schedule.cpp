@@ -13,38 +13,58 @@ void unroll_3x3x3(Stage update, const P83Pipeline &p) {
         .unroll(p.conv.r.z);
 }
 
-// The conv is cheap here (Cin * k^3 = 81 multiply-adds per output) next to
-// moving its 441 MB result through memory twice, so it is recomputed where it
-// is needed rather than kept: once in the column statistics (a clone of it)
-// and once in the output kernel, each time in registers.
-//
-// GPU: three kernels. (1) per column (x, z, c, n): Welford mean and M2 over
-// y, neighbouring threads on neighbouring x;
-// (2) tiny: per (group, sample) mean and 1/std; (3) per element: conv,
-// normalize, min, clamp, dropout.
+// GPU: four kernels, and the conv is KEPT, not recomputed: (1) the conv,
+// into a global buffer (each thread a block of channels over a few rows,
+// in registers); (2) per column (x, z, c, n): Welford mean and M2 over y,
+// reading (1), neighbouring threads on neighbouring x; (3) tiny: per (group,
+// sample) mean and 1/std; (4) per element: normalize, min, clamp, dropout,
+// reading (1).
 // Measured 2026-11-21, NVIDIA H200, default shape (128, 3, 16, 64, 64):
-// channel block 4, 4 rows per thread: 5.57 ms median (8 and 2: 6.95 ms; 16
-// and 1: 11.3 ms; one channel and one pixel per thread: 6.35 ms, 589 MB peak). With fused block dimensions the per-thread
-// conv went to global memory: 7.3 ms, 7.8 GB; ncu then showed both large
-// kernels bound by load instructions (LSU ~70%). One thread per row instead
-// of per column (uncoalesced): 40.9 ms.
+// recomputing the conv in (2) and (4) instead, as before: 5.14 ms median
+// (column statistics 2.87 ms, output 2.06 ms: both bound by load
+// instructions, LSU ~70%). Keeping it moves 441 MB out and twice back in
+// (~0.3 ms of DRAM traffic) but computes the conv once; peak memory grows by
+// the conv's 441 MB (1059 MB in all, against 1093 MB for PyTorch eager).
+// Kept, default parameters (rows 8, channel block 4): 1.97 ms median; ncu:
+// conv 0.89 ms (FMA pipe 43%), column statistics 0.42 ms, groups 0.20 ms
+// (16 blocks), output 0.45 ms (0.87 GB at 1.9 TB/s). Conv kernel variants,
+// same run: rows 4 / block 4: 3.08 ms in all (with one element per thread
+// in (4)); rows 4 / block 8: 2.91 ms; rows 8 / block 4: 2.85 ms.
 void gpu(P83Pipeline &p, const P83Params &t) {
     blocks::V v;
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), yii("yii"), zo("zo"), zi("zi"), co("co"),
-        ci("ci");
+        ci("ci"), cn("cn");
     auto &s = p.stats;
     const int cb = t.gpu_channel_block;
 
-    // Block dimensions are never fused here: with a fused block index Halide
-    // cannot prove that a per-thread producer covers one point and puts its
-    // storage in global memory. Dimensions beyond a block's three stay serial
-    // loops inside each thread.
-    //
-    // Column statistics: threads over (x, depth), blocks over (x tiles,
-    // channel blocks, samples); each thread walks the rest of the depth, and
-    // for each y computes a block of channels' conv values at once (the conv
-    // clamps its channel index, so a last partial block computes unconsumed
-    // extra channels). A wrapper keeps init and update in one kernel.
+    // (1) The conv: threads over an (x, y) tile, each thread owning
+    // gpu_rows_per_thread rows; blocks over (tiles, samples); depth and
+    // channel blocks serial in the thread, a block of channels' conv in
+    // registers. A wrapper (global, read by (2) and (4)) keeps init and
+    // update in one kernel. Block dimensions are never fused here: with a
+    // fused block index Halide cannot prove that a per-thread producer covers
+    // one point and puts its storage in global memory.
+    const int rows = t.gpu_rows_per_thread;
+    Func conv = p.conv.f;
+    Func kept = conv.in();
+    kept.compute_root()
+        .tile(v.x, v.y, xo, yo, xi, yi, t.gpu_tile_x, t.gpu_tile_y * rows,
+              TailStrategy::GuardWithIf)
+        .split(yi, yi, yii, rows, TailStrategy::GuardWithIf)
+        .split(v.c, co, ci, cb, TailStrategy::GuardWithIf)
+        .reorder(ci, yii, v.z, co, xi, yi, xo, yo, v.n)
+        .unroll(ci)
+        .unroll(yii)
+        .gpu_blocks(xo, yo, v.n)
+        .gpu_threads(xi, yi);
+    conv.compute_at(kept, v.z).bound_extent(v.c, cb).bound_extent(v.y, rows).unroll(v.c).unroll(v.y);
+    Stage upd = conv.update();
+    upd.reorder(v.c, v.y, p.conv.r.x, p.conv.r.y, p.conv.r.z, p.conv.r.w).unroll(v.c).unroll(v.y);
+    unroll_3x3x3(upd, p);
+
+    // (2) Column statistics: threads over (x, depth), blocks over (x tiles,
+    // channel blocks, samples); each thread walks the rest of the depth and a
+    // block of channels. A wrapper keeps init and update in one kernel.
     Func cols = s.cols.in();
     cols.compute_root()
         .split(v.x, xo, xi, t.gpu_cols_x, TailStrategy::GuardWithIf)
@@ -56,34 +76,22 @@ void gpu(P83Pipeline &p, const P83Params &t) {
         .gpu_threads(xi, zi);
     s.cols.compute_at(cols, zo).bound_extent(v.c, cb).unroll(v.c);
     s.cols.update().reorder(v.c, s.r_col.x).unroll(v.c);
-    Func conv_cols = p.conv.f.clone_in(s.cols);
-    conv_cols.compute_at(s.cols, s.r_col.x).bound_extent(v.c, cb).unroll(v.c);
-    conv_cols.update().reorder(v.c, p.conv.r.x, p.conv.r.y, p.conv.r.z, p.conv.r.w).unroll(v.c);
-    unroll_3x3x3(conv_cols.update(), p);
 
+    // (3)
     s.groups.compute_root().gpu_tile(v.g, v.n, xo, yo, xi, yi, 8, 8, TailStrategy::GuardWithIf);
     s.mean.compute_at(s.groups, xi);
     s.m2.compute_at(s.groups, xi);
 
-    // Output: threads over an (x, y) tile, each thread owning
-    // gpu_rows_per_thread rows; blocks over (tiles, samples); depth and
-    // channel blocks serial in the thread, the block's conv in registers.
-    const int rows = t.gpu_rows_per_thread;
+    // (4) Element-wise over the kept conv: (x, y) tiles of threads, each
+    // thread walking the depth; blocks over (tiles, channels * samples).
+    // Measured (H200): one element per thread, blocks over (tiles, depth *
+    // channels * samples), took 1.32 ms for 0.87 GB of DRAM traffic.
     Func out = p.output;
-    out.tile(v.x, v.y, xo, yo, xi, yi, t.gpu_tile_x, t.gpu_tile_y * rows,
-             TailStrategy::GuardWithIf)
-        .split(yi, yi, yii, rows, TailStrategy::GuardWithIf)
-        .split(v.c, co, ci, cb, TailStrategy::GuardWithIf)
-        .reorder(ci, yii, v.z, co, xi, yi, xo, yo, v.n)
-        .unroll(ci)
-        .unroll(yii)
-        .gpu_blocks(xo, yo, v.n)
+    out.tile(v.x, v.y, xo, yo, xi, yi, t.gpu_tile_x, t.gpu_tile_y, TailStrategy::GuardWithIf)
+        .fuse(v.c, v.n, cn)
+        .reorder(v.z, xi, yi, xo, yo, cn)
+        .gpu_blocks(xo, yo, cn)
         .gpu_threads(xi, yi);
-    Func conv = p.conv.f;
-    conv.compute_at(out, v.z).bound_extent(v.c, cb).bound_extent(v.y, rows).unroll(v.c).unroll(v.y);
-    Stage upd = conv.update();
-    upd.reorder(v.c, v.y, p.conv.r.x, p.conv.r.y, p.conv.r.z, p.conv.r.w).unroll(v.c).unroll(v.y);
-    unroll_3x3x3(upd, p);
 }
 
 // CPU: the same three stages, each parallel over planes and vectorized over x.

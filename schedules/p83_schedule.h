@@ -10,15 +10,16 @@ struct P83Params {
     // walks the rest of the depth and a block of channels.
     Halide::GeneratorParam<int> gpu_cols_x{"gpu_cols_x", 32};
     Halide::GeneratorParam<int> gpu_cols_z{"gpu_cols_z", 7};
-    // GPU output kernel: output pixels per block; each thread walks depth
-    // and channel blocks of its pixels.
+    // GPU conv kernel: pixels per block (x, and y in units of
+    // gpu_rows_per_thread); each thread walks depth and channel blocks of its
+    // pixels. The element-wise output kernel uses the same x, y tile.
     Halide::GeneratorParam<int> gpu_tile_x{"gpu_tile_x", 32};
     Halide::GeneratorParam<int> gpu_tile_y{"gpu_tile_y", 8};
-    // GPU output kernel: rows of pixels per thread (each weight load then
+    // GPU conv kernel: rows of pixels per thread (each weight load then
     // feeds that many FMAs).
-    Halide::GeneratorParam<int> gpu_rows_per_thread{"gpu_rows_per_thread", 4};
-    // GPU, both kernels: output channels whose convolutions a thread keeps in
-    // registers at once (each input load then feeds that many FMAs).
+    Halide::GeneratorParam<int> gpu_rows_per_thread{"gpu_rows_per_thread", 8};
+    // GPU conv and statistics kernels: output channels a thread handles at
+    // once (in the conv, each input load then feeds that many FMAs).
     Halide::GeneratorParam<int> gpu_channel_block{"gpu_channel_block", 4};
     // CPU: vector width over x.
     Halide::GeneratorParam<int> cpu_vector{"cpu_vector", 8};
