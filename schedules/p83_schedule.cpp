@@ -94,7 +94,8 @@ void gpu(P83Pipeline &p, const P83Params &t) {
         .gpu_threads(xi, yi);
 }
 
-// CPU: the same three stages, each parallel over planes and vectorized over x.
+// CPU: three stages, each parallel over planes and vectorized over x; the
+// conv is recomputed per vector in the column statistics and in the output.
 void cpu(P83Pipeline &p, const P83Params &t) {
     blocks::V v;
     Var zc("zc"), zcn("zcn"), yz("yz"), yzc("yzc"), yzcn("yzcn");
