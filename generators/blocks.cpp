@@ -99,11 +99,14 @@ GroupNormStats groupnorm_stats(Func f5, Expr width, Expr height, Expr depth,
     s.groups = Func(name + "_groups");
 
     // Welford: after k values, mean_k = mean + (v - mean) / k and
-    // m2_k = m2 + (v - mean) * (v - mean_k).
+    // m2_k = m2 + (v - mean) * (v - mean_k). The step multiplies by 1 / k,
+    // which depends on the row only: a schedule that walks several columns
+    // together shares one reciprocal among them instead of one IEEE division
+    // each (the division made the GPU statistics kernel instruction-bound).
     s.cols(v.x, v.z, v.c, v.n) = {0.0f, 0.0f};
     Expr val = f5(v.x, s.r_col, v.z, v.c, v.n);
     Expr old_mean = s.cols(v.x, v.z, v.c, v.n)[0];
-    Expr new_mean = old_mean + (val - old_mean) / cast<float>(s.r_col + 1);
+    Expr new_mean = old_mean + (val - old_mean) * (1.0f / cast<float>(s.r_col + 1));
     s.cols(v.x, v.z, v.c, v.n) = {new_mean,
                                   s.cols(v.x, v.z, v.c, v.n)[1] + (val - old_mean) * (val - new_mean)};
 

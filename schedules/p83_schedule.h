@@ -10,6 +10,8 @@ struct P83Params {
     // walks the rest of the depth and a block of channels.
     Halide::GeneratorParam<int> gpu_cols_x{"gpu_cols_x", 32};
     Halide::GeneratorParam<int> gpu_cols_z{"gpu_cols_z", 7};
+    // GPU statistics kernel: rows a thread unrolls in its Welford loop.
+    Halide::GeneratorParam<int> gpu_cols_unroll_y{"gpu_cols_unroll_y", 2};
     // GPU conv kernel: pixels per block (x, and y in units of
     // gpu_rows_per_thread); each thread walks depth and channel blocks of its
     // pixels. The element-wise output kernel uses the same x, y tile.
@@ -20,7 +22,7 @@ struct P83Params {
     Halide::GeneratorParam<int> gpu_rows_per_thread{"gpu_rows_per_thread", 8};
     // GPU conv and statistics kernels: output channels a thread handles at
     // once (in the conv, each input load then feeds that many FMAs).
-    Halide::GeneratorParam<int> gpu_channel_block{"gpu_channel_block", 4};
+    Halide::GeneratorParam<int> gpu_channel_block{"gpu_channel_block", 8};
     // CPU: vector width over x.
     Halide::GeneratorParam<int> cpu_vector{"cpu_vector", 8};
 };
