@@ -32,6 +32,12 @@ void unroll_3x3x3(Stage update, const P83Pipeline &p) {
 // (16 blocks), output 0.45 ms (0.87 GB at 1.9 TB/s). Conv kernel variants,
 // same run: rows 4 / block 4: 3.08 ms in all (with one element per thread
 // in (4)); rows 4 / block 8: 2.91 ms; rows 8 / block 4: 2.85 ms.
+// Then (same day, H200): weights from shared memory as 4-channel vectors,
+// one reciprocal per Welford row, rfactor'd group sums: 1.52 ms with
+// channel block 4, 1.40 ms with 8 (variants: 32x4 threads 1.52, rows 16
+// 1.49). Default now 1.31 ms median; ncu: conv 0.63 ms (FMA pipe 52%),
+// column statistics 0.19 ms, groups 0.03 ms, output 0.45 ms (compute-bound,
+// SM throughput 76%).
 void gpu(P83Pipeline &p, const P83Params &t) {
     blocks::V v;
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), yii("yii"), zo("zo"), zi("zi"), co("co"),
