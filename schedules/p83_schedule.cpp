@@ -48,7 +48,12 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     // (1) The conv: threads over an (x, y) tile, each thread owning
     // gpu_rows_per_thread rows; blocks over (tiles, samples); depth and
     // channel blocks serial in the thread, a block of channels' conv in
-    // registers. A wrapper (global, read by (2) and (4)) keeps init and
+    // registers. Measured (H200): depth chunks as a grid dimension instead
+    // (blocks over x tiles, chunks of 1 or 2 depths, samples; y tiles a loop
+    // in the thread) made 7-14x more blocks, but ptxas then used all 255
+    // registers (spilling with channel block 8), the warps per SM stayed at
+    // 8, and the whole pipeline took 1.44-1.59 ms against 1.31 ms.
+    // A wrapper (global, read by (2) and (4)) keeps init and
     // update in one kernel. Block dimensions are never fused here: with a
     // fused block index Halide cannot prove that a per-thread producer covers
     // one point and puts its storage in global memory.
@@ -107,7 +112,8 @@ void gpu(P83Pipeline &p, const P83Params &t) {
         .gpu_threads(xi, zi);
     s.cols.compute_at(cols, zo).bound_extent(v.c, cb).unroll(v.c);
     // Rows unrolled too: the loads of the next rows do not wait for the
-    // Welford steps of the previous ones.
+    // Welford steps of the previous ones. (H200: unrolled by 4 the whole
+    // pipeline took 1.45 ms against 1.31 ms by 2.)
     RVar ryo("ryo"), ryi("ryi");
     s.cols.update().split(s.r_col.x, ryo, ryi, t.gpu_cols_unroll_y)
         .reorder(v.c, ryi, ryo).unroll(v.c).unroll(ryi);
@@ -133,6 +139,10 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     // channels * samples), took 1.32 ms for 0.87 GB of DRAM traffic. The
     // depth loop unrolled by 2 (ShiftInwards, on a specialization for depth
     // >= 2) took 0.67 ms against 0.45 ms rolled (ncu, same build otherwise).
+    // The kernel is compute-bound (ncu: SM throughput 76%); the IEEE division
+    // of the dropout survivors (exactly v / (1 - p), PROBLEMS.md) is 0.12 ms
+    // of it: multiplying by 1 / (1 - p) instead measured 0.33 ms (H200), but
+    // would be off by an ulp for some values, so it is not done.
     Func out = p.output;
     out.tile(v.x, v.y, xo, yo, xi, yi, t.gpu_tile_x, t.gpu_tile_y, TailStrategy::GuardWithIf)
         .fuse(v.c, v.n, cn)
