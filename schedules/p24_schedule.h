@@ -13,7 +13,8 @@ struct P24Params {
     // The softmax runs one lane per pixel, in passes of 32 pixels.
     // Measured 2026-11-21, NVIDIA H200, default shape (30 x 30 outputs), one
     // run: 8x8 0.535 ms, 10x6 0.492, 6x10 0.472, 15x4 0.505, 10x10 0.878
-    // (100 accumulators per lane).
+    // (100 accumulators per lane); a second run against 6x10 (0.473): 30x2
+    // 0.521, 6x5 0.567, 5x10 0.602, 6x15 0.787, 15x6 0.814.
     Halide::GeneratorParam<int> gpu_tile_x{"gpu_tile_x", 6};
     Halide::GeneratorParam<int> gpu_tile_y{"gpu_tile_y", 10};
     // CPU: vector width over x.
