@@ -52,7 +52,9 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     // (blocks over x tiles, chunks of 1 or 2 depths, samples; y tiles a loop
     // in the thread) made 7-14x more blocks, but ptxas then used all 255
     // registers (spilling with channel block 8), the warps per SM stayed at
-    // 8, and the whole pipeline took 1.44-1.59 ms against 1.31 ms.
+    // 8, and the whole pipeline took 1.44-1.59 ms against 1.31 ms. Capping
+    // the registers instead (HL_CUDA_JIT_MAX_REGISTERS 168 / 128, for more
+    // warps per SM) spilled: 1.49 / 1.68 ms.
     // A wrapper (global, read by (2) and (4)) keeps init and
     // update in one kernel. Block dimensions are never fused here: with a
     // fused block index Halide cannot prove that a per-thread producer covers
