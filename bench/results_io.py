@@ -46,7 +46,11 @@ def default_results_path(device_name):
 
 
 def git_commit(repo=REPO_ROOT):
-    """Short hash of HEAD in repo, or 'unknown'."""
+    """FUSEDCONV_COMMIT from the environment if set (a copy of the tree on
+    another machine may carry a stale .git), else the short hash of HEAD in
+    repo, or 'unknown'."""
+    if os.environ.get("FUSEDCONV_COMMIT"):
+        return os.environ["FUSEDCONV_COMMIT"]
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
