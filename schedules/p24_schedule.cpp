@@ -28,6 +28,11 @@ void unroll_3x3x3(Stage update, const blocks::Conv &conv, const P24Pipeline &p) 
 // (18 TFLOP/s useful; 32 lanes for 24 channels and 8x8 tiles over 30x30
 // pixels execute 1.5x the useful FMAs; ncu: FMA pipe 46% busy). With the
 // 6x10 tile (now the default; it divides 30x30) 0.473 ms.
+// Tried and slower (branch p24-rows-layout-experiment, H200, one run against
+// 0.477 ms): threads over (x, block of 8 channels), 8 rows x 8 channels of
+// the conv in registers per thread, the depth-min in shared memory, weight
+// loads as channel vectors: 0.617 ms (ncu: 255 registers, 8.5% of the warp
+// slots active, FMA pipe 34%).
 void gpu(P24Pipeline &p, const P24Params &t) {
     blocks::V v;
     const int lanes = kWarpLanes, tx = t.gpu_tile_x, ty = t.gpu_tile_y;
