@@ -156,8 +156,20 @@ Expr uniform01(Expr seed, Expr index) {
 
 Expr dropout(Expr v, Expr index, Expr seed, Expr p, Expr training) {
     Expr keep = uniform01(seed, index) >= p;
-    // Survivors are exactly v / (1 - p); dropped ones are v * 0 (NaN stays NaN).
-    return select(training, select(keep, v / (1.0f - p), strict_float(v * 0.0f)), v);
+    // Survivors are exactly v / (1 - p) (float32 division, correctly
+    // rounded); dropped ones are v * 0 (NaN stays NaN). The quotient is
+    // computed as float(double(v) * r) with r = 1 / double(1 - p) rounded to
+    // double: that product is within 2^-52 (relative) of v / (1 - p), and a
+    // quotient of two floats is either a float32 rounding midpoint exactly
+    // (impossible: a midpoint has a 25-bit odd significand) or at least
+    // 2^-50 away from one, so rounding it to float32 gives the correctly
+    // rounded quotient. Unlike the IEEE float32 division it has no slow
+    // path (the GPU takes one for zero and tiny dividends); measured on p83
+    // (H200): the division was 0.12 ms of a 0.45 ms kernel.
+    Expr d = 1.0f - p;
+    Expr r = Internal::make_const(Float(64), 1.0) / cast<double>(d);
+    Expr quotient = strict_float(cast<float>(cast<double>(v) * r));
+    return select(training, select(keep, quotient, strict_float(v * 0.0f)), v);
 }
 
 }  // namespace fusedconv::blocks

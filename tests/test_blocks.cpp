@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -766,6 +767,46 @@ TEST(BlockDropout, SurvivorsAreExactlyInputOverOneMinusP) {
             }
         }
     }
+}
+
+// The survivors' quotient is computed without a float32 division (see
+// blocks.cpp); it must still equal it bit for bit, over the whole exponent
+// range (denormals, huge values that overflow to infinity, signed zeros)
+// and for p near 0 and near 1.
+TEST(BlockDropout, SurvivorsAreExactlyInputOverOneMinusPAtAnyMagnitude) {
+    std::mt19937 rng(4242);
+    std::vector<float> in(kDropoutN);
+    for (float &v : in) {
+        uint32_t bits = static_cast<uint32_t>(rng());
+        std::memcpy(&v, &bits, sizeof v);
+        if (!std::isfinite(v)) v = 1.5f;
+    }
+    const float special[] = {0.0f,   -0.0f,  std::numeric_limits<float>::denorm_min(),
+                             -std::numeric_limits<float>::denorm_min(),
+                             std::numeric_limits<float>::min(), std::numeric_limits<float>::max(),
+                             -std::numeric_limits<float>::max(), 1.0f, 3.0f, 0.1f};
+    for (size_t i = 0; i < std::size(special); i++) in[i] = special[i];
+    ChainArgs a;
+    a.min_value = std::numeric_limits<float>::infinity();
+    a.clamp_lo = -std::numeric_limits<float>::infinity();
+    a.clamp_hi = std::numeric_limits<float>::infinity();
+    a.training = true;
+    a.seed = 99u;
+    size_t survivors = 0;
+    for (float p : {1e-7f, 0.2f, 0.3333333f, 0.5f, 0.9f, 0.999f, 0.9999999f}) {
+        a.p = p;
+        const std::vector<float> out = run_chain(in, a);
+        for (size_t i = 0; i < kDropoutN; i++) {
+            const float dropped = in[i] * 0.0f;
+            const float kept = in[i] / (1.0f - p);
+            if (std::memcmp(&out[i], &dropped, sizeof(float)) == 0 && out[i] != kept) continue;
+            ASSERT_EQ(std::memcmp(&out[i], &kept, sizeof(float)), 0)
+                << "p " << p << " at " << i << ": " << in[i] << " -> " << out[i] << ", want "
+                << kept;
+            survivors++;
+        }
+    }
+    EXPECT_GT(survivors, kDropoutN);  // both paths exercised, over all p
 }
 
 TEST(BlockDropout, ProbabilityZeroIsIdentityInTraining) {
