@@ -39,7 +39,8 @@ void unroll_3x3x3(Stage update, const P83Pipeline &p) {
 // median; ncu: conv 0.63 ms (FMA pipe 52%), column statistics 0.19 ms,
 // groups 0.03 ms, output 0.45 ms (compute-bound, SM throughput 76%). With
 // the weights copied once into a channel-innermost global buffer instead
-// (any model size; see below): 1.35 ms, conv 0.66 ms.
+// (any model size; see below): 1.35 ms, conv 0.66 ms. With the dropout
+// quotient in double (blocks.cpp): 1.23 ms, output 0.34 ms.
 void gpu(P83Pipeline &p, const P83Params &t) {
     blocks::V v;
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), yii("yii"), zo("zo"), zi("zi"), co("co"),
@@ -144,10 +145,10 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     // channels * samples), took 1.32 ms for 0.87 GB of DRAM traffic. The
     // depth loop unrolled by 2 (ShiftInwards, on a specialization for depth
     // >= 2) took 0.67 ms against 0.45 ms rolled (ncu, same build otherwise).
-    // The kernel is compute-bound (ncu: SM throughput 76%); the IEEE division
-    // of the dropout survivors (exactly v / (1 - p), PROBLEMS.md) is 0.12 ms
-    // of it: multiplying by 1 / (1 - p) instead measured 0.33 ms (H200), but
-    // would be off by an ulp for some values, so it is not done.
+    // The kernel was compute-bound (ncu: SM throughput 76%, 0.45 ms) while
+    // the dropout survivors' v / (1 - p) was an IEEE float32 division; with
+    // the exact double-precision form in blocks.cpp it takes 0.34 ms (H200;
+    // SM throughput 61%, memory 54%).
     Func out = p.output;
     out.tile(v.x, v.y, xo, yo, xi, yi, t.gpu_tile_x, t.gpu_tile_y, TailStrategy::GuardWithIf)
         .fuse(v.c, v.n, cn)
