@@ -27,7 +27,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <sstream>
 
 #ifndef FUSEDCONV_COMMIT
 #define FUSEDCONV_COMMIT "unknown"

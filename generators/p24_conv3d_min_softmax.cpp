@@ -14,9 +14,9 @@ public:
     schedules::P24Params tunables;
 
     void generate() {
-        p = build_p24(input, weight, bias, input.dim(0).extent(), input.dim(1).extent(), input.dim(2).extent(), weight.dim(0).extent(),
-                      weight.dim(1).extent(), weight.dim(2).extent(), weight.dim(3).extent(),
-                      weight.dim(4).extent());
+        p = build_p24(input, weight, bias, input.dim(0).extent(), input.dim(1).extent(),
+                      input.dim(2).extent(), weight.dim(0).extent(), weight.dim(1).extent(),
+                      weight.dim(2).extent(), weight.dim(3).extent(), weight.dim(4).extent());
         blocks::V v;
         output(v.x, v.y, v.c, v.n) = p.output(v.x, v.y, v.c, v.n);
         p.output = output;

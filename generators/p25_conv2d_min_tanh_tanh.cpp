@@ -14,8 +14,9 @@ public:
     schedules::Conv2dMinParams tunables;
 
     void generate() {
-        p = build_p25(input, weight, bias, input.dim(0).extent(), input.dim(1).extent(), weight.dim(0).extent(), weight.dim(1).extent(),
-                      weight.dim(2).extent(), weight.dim(3).extent());
+        p = build_p25(input, weight, bias, input.dim(0).extent(), input.dim(1).extent(),
+                      weight.dim(0).extent(), weight.dim(1).extent(), weight.dim(2).extent(),
+                      weight.dim(3).extent());
         blocks::V v;
         output(v.x, v.y, v.c, v.n) = p.output(v.x, v.y, v.c, v.n);
         p.output = output;

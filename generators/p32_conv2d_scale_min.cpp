@@ -15,8 +15,9 @@ public:
     schedules::Conv2dMinParams tunables;
 
     void generate() {
-        p = build_p32(input, weight, bias, input.dim(0).extent(), input.dim(1).extent(), scale, weight.dim(0).extent(), weight.dim(1).extent(),
-                      weight.dim(2).extent(), weight.dim(3).extent());
+        p = build_p32(input, weight, bias, input.dim(0).extent(), input.dim(1).extent(), scale,
+                      weight.dim(0).extent(), weight.dim(1).extent(), weight.dim(2).extent(),
+                      weight.dim(3).extent());
         blocks::V v;
         output(v.x, v.y, v.c, v.n) = p.output(v.x, v.y, v.c, v.n);
         p.output = output;

@@ -25,12 +25,11 @@ public:
     schedules::P83Params tunables;
 
     void generate() {
-        Halide::Expr kw = weight.dim(0).extent(), kh = weight.dim(1).extent(),
-                     kd = weight.dim(2).extent();
         P83Params prm{groups, eps, min_value, clamp_lo, clamp_hi, dropout_p, training, seed};
-        p = build_p83(input, weight, bias, gamma, beta, input.dim(0).extent(), input.dim(1).extent(), prm, input.dim(0).extent() - kw + 1,
-                      input.dim(1).extent() - kh + 1, input.dim(2).extent() - kd + 1, kw, kh, kd,
-                      weight.dim(3).extent(), weight.dim(4).extent());
+        p = build_p83(input, weight, bias, gamma, beta, input.dim(0).extent(),
+                      input.dim(1).extent(), input.dim(2).extent(), prm, weight.dim(0).extent(),
+                      weight.dim(1).extent(), weight.dim(2).extent(), weight.dim(3).extent(),
+                      weight.dim(4).extent());
         blocks::V v;
         output(v.x, v.y, v.z, v.c, v.n) = p.output(v.x, v.y, v.z, v.c, v.n);
         p.output = output;

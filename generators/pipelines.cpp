@@ -5,8 +5,8 @@ namespace fusedconv {
 using namespace Halide;
 using namespace blocks;
 
-P24Pipeline build_p24(Func input, Func weight, Func bias, Expr in_w, Expr in_h, Expr in_depth, Expr kw, Expr kh,
-                      Expr kd, Expr cin, Expr cout) {
+P24Pipeline build_p24(Func input, Func weight, Func bias, Expr in_w, Expr in_h, Expr in_depth,
+                      Expr kw, Expr kh, Expr kd, Expr cin, Expr cout) {
     V v;
     P24Pipeline p;
     p.kw = kw, p.kh = kh, p.kd = kd, p.cin = cin, p.cout = cout;
@@ -18,16 +18,16 @@ P24Pipeline build_p24(Func input, Func weight, Func bias, Expr in_w, Expr in_h, 
     return p;
 }
 
-static Conv2dMinPipeline conv2d_min(Func input, Func weight, Func bias, Expr in_w, Expr in_h, Expr kw, Expr kh,
-                                    Expr cin, Expr cout) {
+static Conv2dMinPipeline conv2d_min(Func input, Func weight, Func bias, Expr in_w, Expr in_h,
+                                    Expr kw, Expr kh, Expr cin, Expr cout) {
     Conv2dMinPipeline p;
     p.kw = kw, p.kh = kh, p.cin = cin, p.cout = cout;
     p.conv = conv2d(input, weight, bias, kw, kh, cin, cout, in_w, in_h);
     return p;
 }
 
-Conv2dMinPipeline build_p32(Func input, Func weight, Func bias, Expr in_w, Expr in_h, Expr scale, Expr kw, Expr kh,
-                            Expr cin, Expr cout) {
+Conv2dMinPipeline build_p32(Func input, Func weight, Func bias, Expr in_w, Expr in_h, Expr scale,
+                            Expr kw, Expr kh, Expr cin, Expr cout) {
     V v;
     Conv2dMinPipeline p = conv2d_min(input, weight, bias, in_w, in_h, kw, kh, cin, cout);
     Func scaled("scaled");
@@ -38,8 +38,8 @@ Conv2dMinPipeline build_p32(Func input, Func weight, Func bias, Expr in_w, Expr 
     return p;
 }
 
-Conv2dMinPipeline build_p25(Func input, Func weight, Func bias, Expr in_w, Expr in_h, Expr kw, Expr kh, Expr cin,
-                            Expr cout) {
+Conv2dMinPipeline build_p25(Func input, Func weight, Func bias, Expr in_w, Expr in_h, Expr kw,
+                            Expr kh, Expr cin, Expr cout) {
     V v;
     Conv2dMinPipeline p = conv2d_min(input, weight, bias, in_w, in_h, kw, kh, cin, cout);
     p.min_channels = min_over_channels(p.conv.f, cout);
@@ -48,13 +48,14 @@ Conv2dMinPipeline build_p25(Func input, Func weight, Func bias, Expr in_w, Expr 
     return p;
 }
 
-P83Pipeline build_p83(Func input, Func weight, Func bias, Func gamma, Func beta, Expr in_w, Expr in_h,
-                      const P83Params &prm, Expr out_w, Expr out_h, Expr out_d, Expr kw,
-                      Expr kh, Expr kd, Expr cin, Expr cout) {
+P83Pipeline build_p83(Func input, Func weight, Func bias, Func gamma, Func beta, Expr in_w,
+                      Expr in_h, Expr in_depth, const P83Params &prm, Expr kw, Expr kh, Expr kd,
+                      Expr cin, Expr cout) {
     V v;
     P83Pipeline p;
     p.kw = kw, p.kh = kh, p.kd = kd, p.cin = cin, p.cout = cout;
     p.conv = conv3d(input, weight, bias, kw, kh, kd, cin, cout, in_w, in_h);
+    Expr out_w = in_w - kw + 1, out_h = in_h - kh + 1, out_d = in_depth - kd + 1;
     Expr cpg = cout / prm.groups;
     p.stats = groupnorm_stats(p.conv.f, out_w, out_h, out_d, cpg, prm.eps);
     Expr normed = groupnorm_apply(p.conv.f, p.stats, gamma, beta, cpg, v.x, v.y, v.z, v.c, v.n);

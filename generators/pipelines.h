@@ -17,8 +17,9 @@ struct P24Pipeline {
 };
 // in_w, in_h (and in_depth): the input's width, height (and depth).
 P24Pipeline build_p24(Halide::Func input, Halide::Func weight, Halide::Func bias,
-                      Halide::Expr in_w, Halide::Expr in_h, Halide::Expr in_depth, Halide::Expr kw, Halide::Expr kh,
-                      Halide::Expr kd, Halide::Expr cin, Halide::Expr cout);
+                      Halide::Expr in_w, Halide::Expr in_h, Halide::Expr in_depth,
+                      Halide::Expr kw, Halide::Expr kh, Halide::Expr kd, Halide::Expr cin,
+                      Halide::Expr cout);
 
 // p25 and p32: conv2d -> min over channels (keepdim) -> element-wise epilogue.
 struct Conv2dMinPipeline {
@@ -29,12 +30,12 @@ struct Conv2dMinPipeline {
 };
 // p32: min over channels of conv * scale.
 Conv2dMinPipeline build_p32(Halide::Func input, Halide::Func weight, Halide::Func bias,
-                            Halide::Expr in_w, Halide::Expr in_h, Halide::Expr scale, Halide::Expr kw, Halide::Expr kh,
-                            Halide::Expr cin, Halide::Expr cout);
+                            Halide::Expr in_w, Halide::Expr in_h, Halide::Expr scale,
+                            Halide::Expr kw, Halide::Expr kh, Halide::Expr cin, Halide::Expr cout);
 // p25: tanh(tanh(min over channels of conv)).
 Conv2dMinPipeline build_p25(Halide::Func input, Halide::Func weight, Halide::Func bias,
-                            Halide::Expr in_w, Halide::Expr in_h, Halide::Expr kw, Halide::Expr kh, Halide::Expr cin,
-                            Halide::Expr cout);
+                            Halide::Expr in_w, Halide::Expr in_h, Halide::Expr kw, Halide::Expr kh,
+                            Halide::Expr cin, Halide::Expr cout);
 
 // p83: conv3d -> GroupNorm -> min(., min_value) -> clamp(lo, hi) -> dropout.
 struct P83Params {
@@ -46,11 +47,10 @@ struct P83Pipeline {
     Halide::Func output;  // (x, y, z, c, n)
     Halide::Expr kw, kh, kd, cin, cout;
 };
+// in_w, in_h, in_depth: the input's extents; the output's are in - k + 1.
 P83Pipeline build_p83(Halide::Func input, Halide::Func weight, Halide::Func bias,
                       Halide::Func gamma, Halide::Func beta, Halide::Expr in_w, Halide::Expr in_h,
-                      const P83Params &params,
-                      Halide::Expr out_w, Halide::Expr out_h, Halide::Expr out_d,
-                      Halide::Expr kw, Halide::Expr kh, Halide::Expr kd,
-                      Halide::Expr cin, Halide::Expr cout);
+                      Halide::Expr in_depth, const P83Params &params, Halide::Expr kw,
+                      Halide::Expr kh, Halide::Expr kd, Halide::Expr cin, Halide::Expr cout);
 
 }  // namespace fusedconv

@@ -22,26 +22,14 @@ void unroll_3x3x3(Stage update, const P83Pipeline &p) {
 // sample) mean and 1/std; (4) per element: normalize, min, clamp, dropout,
 // reading (1).
 // Measured 2026-11-21, NVIDIA H200, default shape (128, 3, 16, 64, 64):
-// recomputing the conv in (2) and (4) instead, as before: 5.14 ms median
-// (column statistics 2.87 ms, output 2.06 ms: both bound by load
-// instructions, LSU ~70%). Keeping it moves 441 MB out and twice back in
-// (~0.3 ms of DRAM traffic) but computes the conv once; peak memory grows by
-// the conv's 441 MB (1059 MB in all, against 1093 MB for PyTorch eager).
-// Kept, default parameters (rows 8, channel block 4): 1.97 ms median; ncu:
-// conv 0.89 ms (FMA pipe 43%), column statistics 0.42 ms, groups 0.20 ms
-// (16 blocks), output 0.45 ms (0.87 GB at 1.9 TB/s). Conv kernel variants,
-// same run: rows 4 / block 4: 3.08 ms in all (with one element per thread
-// in (4)); rows 4 / block 8: 2.91 ms; rows 8 / block 4: 2.85 ms.
-// Then (same day, H200): weights from shared memory as 4-channel vectors,
-// one reciprocal per Welford row, rfactor'd group sums: 1.52 ms with
-// channel block 4, 1.40 ms with 8 (variants: 32x4 threads 1.52, rows 16
-// 1.49). With the weights staged per block in shared memory, 1.31 ms
-// median; ncu: conv 0.63 ms (FMA pipe 52%), column statistics 0.19 ms,
-// groups 0.03 ms, output 0.45 ms (compute-bound, SM throughput 76%). With
-// the weights copied once into a channel-innermost global buffer instead
-// (any model size; see below): 1.35 ms, conv 0.66 ms. With the dropout
-// quotient in double (blocks.cpp): 1.23 ms, output 0.34 ms; with the
-// Welford rows not unrolled: 1.17 ms, column statistics 0.13 ms.
+// recomputing the conv in (2) and (4) instead: 5.14 ms median (column
+// statistics 2.87 ms, output 2.06 ms: both bound by load instructions, LSU
+// ~70%). Keeping it moves 441 MB out and twice back in (~0.3 ms of DRAM
+// traffic) but computes the conv once; peak memory grows by the conv's
+// 441 MB (1059 MB in all, against 1093 MB for PyTorch eager). Kept, with the
+// parameters and forms below: 1.17 ms median; ncu: conv 0.66 ms (FMA pipe
+// 50%), column statistics 0.13 ms, groups 0.03 ms, output 0.33 ms. The
+// alternatives measured on the way are noted at each stage.
 void gpu(P83Pipeline &p, const P83Params &t) {
     blocks::V v;
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), yii("yii"), zo("zo"), zi("zi"), co("co"),
@@ -52,17 +40,17 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     // (1) The conv: threads over an (x, y) tile, each thread owning
     // gpu_rows_per_thread rows; blocks over (tiles, samples); depth and
     // channel blocks serial in the thread, a block of channels' conv in
-    // registers. Measured (H200): depth chunks as a grid dimension instead
-    // (blocks over x tiles, chunks of 1 or 2 depths, samples; y tiles a loop
-    // in the thread) made 7-14x more blocks, but ptxas then used all 255
-    // registers (spilling with channel block 8), the warps per SM stayed at
-    // 8, and the whole pipeline took 1.44-1.59 ms against 1.31 ms. Capping
-    // the registers instead (HL_CUDA_JIT_MAX_REGISTERS 168 / 128, for more
-    // warps per SM) spilled: 1.49 / 1.68 ms.
-    // A wrapper (global, read by (2) and (4)) keeps init and
+    // registers. A wrapper (global, read by (2) and (4)) keeps init and
     // update in one kernel. Block dimensions are never fused here: with a
     // fused block index Halide cannot prove that a per-thread producer covers
     // one point and puts its storage in global memory.
+    // Measured (H200, whole pipeline): against 1.40 ms for the defaults of
+    // the time, channel block 4 1.52 ms, 32x4 threads 1.52, rows 16 1.49;
+    // against 1.31 ms, rows 4 1.39; depth chunks as a grid dimension (7-14x
+    // more blocks, y tiles a loop in the thread) 1.44-1.59 (ptxas then used
+    // all 255 registers and the warps per SM stayed at 8); register caps
+    // (HL_CUDA_JIT_MAX_REGISTERS 168 / 128, for more warps per SM) spilled:
+    // 1.49 / 1.68.
     const int rows = t.gpu_rows_per_thread;
     // All output channels, rounded up to whole channel blocks: the channel
     // blocks of (2) read that many, and the conv's channel vectors then start
@@ -118,14 +106,10 @@ void gpu(P83Pipeline &p, const P83Params &t) {
         .gpu_blocks(xo, co, v.n)
         .gpu_threads(xi, zi);
     s.cols.compute_at(cols, zo).bound_extent(v.c, cb).unroll(v.c);
-    // The rows may be unrolled (gpu_cols_unroll_y), so that the loads of the
-    // next rows need not wait for the Welford steps of the previous ones;
-    // measured (H200) it only slowed the kernel: whole pipeline 1.175 ms
-    // rolled, 1.242 ms unrolled by 2 (and by 4: 1.45 ms against 1.31 ms by
-    // 2, before the dropout change).
-    RVar ryo("ryo"), ryi("ryi");
-    s.cols.update().split(s.r_col.x, ryo, ryi, t.gpu_cols_unroll_y)
-        .reorder(v.c, ryi, ryo).unroll(v.c).unroll(ryi);
+    // The rows stay a rolled loop. Measured (H200), whole pipeline: 1.175 ms
+    // rolled, 1.242 ms with the rows unrolled by 2 (so that the next rows'
+    // loads need not wait for the Welford steps); by 4 slower still.
+    s.cols.update().reorder(v.c, s.r_col.x).unroll(v.c);
 
     // (3) One block per (group, sample). Each sum over a group's columns is
     // split by rfactor into 64 partial sums (x modulo 64), a thread each; one

@@ -10,10 +10,6 @@ struct P83Params {
     // walks the rest of the depth and a block of channels.
     Halide::GeneratorParam<int> gpu_cols_x{"gpu_cols_x", 32};
     Halide::GeneratorParam<int> gpu_cols_z{"gpu_cols_z", 7};
-    // GPU statistics kernel: rows a thread unrolls in its Welford loop.
-    // H200, one run, whole pipeline: 1 (not unrolled) 1.175 ms, 2 1.242 ms,
-    // 4 slower still.
-    Halide::GeneratorParam<int> gpu_cols_unroll_y{"gpu_cols_unroll_y", 1};
     // GPU conv kernel: pixels per block (x, and y in units of
     // gpu_rows_per_thread); each thread walks depth and channel blocks of its
     // pixels. The element-wise output kernel uses the same x, y tile.

@@ -383,6 +383,12 @@ def known_keys(space_lib, ls):
     return {space_lib.key(c["params"]) for c in ls["candidates"].values()}
 
 
+def built_point(space_lib, default, ref_point):
+    """A measured default's params as its library was built (the log says), the
+    reference's where the log has none."""
+    return {n: (default.get("params") or {}).get(n, ref_point[n]) for n in space_lib.names}
+
+
 def measured_points(space_lib, ls, ref_point):
     """(median_ms, params, id) of every candidate measured ok, and of the default."""
     pts = [(c["median_ms"], c["params"], cid) for cid, c in ls["candidates"].items()
@@ -392,7 +398,7 @@ def measured_points(space_lib, ls, ref_point):
     for d in ls.get("defaults", []):
         if d.get("median_ms") is None:
             continue
-        point = {n: (d.get("params") or {}).get(n, ref_point[n]) for n in space_lib.names}
+        point = built_point(space_lib, d, ref_point)
         k = space_lib.key(point)
         if k not in best_default or d["median_ms"] < best_default[k][0]:
             best_default[k] = (d["median_ms"], point, "default")
@@ -416,8 +422,7 @@ def select_candidates(space_lib, ls, n, rng, ref_point, grid_max=32, top=3, expl
         return []
     pts = space_lib.all_points()
     taken = known_keys(space_lib, ls) | {space_lib.key(ref_point)} | {
-        space_lib.key({n: (d.get("params") or {}).get(n, ref_point[n]) for n in space_lib.names})
-        for d in ls.get("defaults", [])}
+        space_lib.key(built_point(space_lib, d, ref_point)) for d in ls.get("defaults", [])}
     free = [p for p in pts if space_lib.key(p) not in taken]
     if not free:
         return []
@@ -551,7 +556,7 @@ def write_if_changed(path, text):
     path.write_text(text)
 
 
-def run_cmd(cmd, what, capture=False, cwd=None):
+def run_cmd(cmd, what, capture=False):
     """Runs cmd, its output going to ours; with capture, also returns it (and a failure is the
     caller's to handle)."""
     log("$ " + " ".join(str(c) for c in cmd))
@@ -913,12 +918,12 @@ def r4(x):
     return None if x is None else round(float(x), 4)
 
 
-def tuned_document(st, space, ident=None):
+def tuned_document(st, space):
     """The tuned-parameters file: per library the best measured params and how they compare."""
     sessions = st["sessions"]
     latest = list(sessions.values())[-1] if sessions else {}
-    ident = ident or {"commit": latest.get("commit") or "unknown", "dirty": False,
-                      "source_hash": latest.get("source_hash")}
+    ident = {"commit": latest.get("commit") or "unknown", "dirty": False,
+             "source_hash": latest.get("source_hash")}
     doc = {
         "description": "GPU schedule parameters tuned by bench/tune/tune.py; used by "
                        "cmake -DFUSEDCONV_TUNED=<this file> (generators/CMakeLists.txt). "
@@ -945,10 +950,7 @@ def tuned_document(st, space, ident=None):
               if c["status"] == "ok" and c.get("median_ms") is not None]
         ok.sort(key=lambda t: (t[0], t[1]))
         def_by_session = {d["session"]: d for d in defaults}
-
-        def params_of(d):  # the default's params as its library was built (the log says)
-            ref = reference_point(s)
-            return {n: (d.get("params") or {}).get(n, ref[n]) for n in s.names}
+        ref = reference_point(s)
         n_measured = sum(1 for c in ls["candidates"].values() if c["status"] != "pending")
         n_failed = sum(1 for c in ls["candidates"].values() if c["status"] == "failed")
         best_def = min(defaults, key=lambda d: d["median_ms"])
@@ -961,11 +963,11 @@ def tuned_document(st, space, ident=None):
                      "gain": round(d["median_ms"] / med, 4)}
         else:
             d = best_def
-            entry = {"params": params_of(d), "candidate": "default",
+            entry = {"params": built_point(s, d, ref), "candidate": "default",
                      "median_ms": r4(d["median_ms"]), "min_ms": r4(d.get("min_ms")),
                      "default_median_ms": r4(d["median_ms"]), "gain": 1.0,
                      "note": "no candidate beat the default"}
-        entry["default_params"] = params_of(d)
+        entry["default_params"] = built_point(s, d, ref)
         entry["shape"] = ls["shape"]
         entry["candidates_measured"] = n_measured
         entry["candidates_failed"] = n_failed
@@ -1040,11 +1042,15 @@ def tuned_out_path(args, st):
     return TUNED_DIR / f"{st.get('slug') or slug(st['device'])}.json"
 
 
+def open_work(args):
+    """The search spaces, the state file's path in the work directory, and its state (None
+    if there is none yet)."""
+    state_path = Path(args.work).resolve() / "state.json"
+    return load_space(args.space), state_path, load_state(state_path)
+
+
 def cmd_ingest(args):
-    space = load_space(args.space)
-    work = Path(args.work).resolve()
-    state_path = work / "state.json"
-    st = load_state(state_path)
+    space, state_path, st = open_work(args)
     if st is None:
         raise TuneError(f"no state at {state_path}: run `tune.py round` first (same --work)")
     for path in args.logs:
@@ -1082,8 +1088,7 @@ def print_status(st, space):
 
 
 def cmd_status(args):
-    space = load_space(args.space)
-    st = load_state(Path(args.work).resolve() / "state.json")
+    space, _, st = open_work(args)
     if st is None:
         log("no state yet")
         return 0
@@ -1092,8 +1097,7 @@ def cmd_status(args):
 
 
 def cmd_tuned(args):
-    space = load_space(args.space)
-    st = load_state(Path(args.work).resolve() / "state.json")
+    space, _, st = open_work(args)
     if st is None or not st["device"]:
         raise TuneError("nothing measured yet")
     write_tuned(st, space, tuned_out_path(args, st))
@@ -1124,8 +1128,7 @@ def cmd_cmake_args(args):
 
 def cmd_simulate(args):
     """A fake log for the pending candidates (to exercise ingest and later rounds without a GPU)."""
-    space = load_space(args.space)
-    st = load_state(Path(args.work).resolve() / "state.json")
+    space, _, st = open_work(args)
     if st is None or not st["rounds"]:
         raise TuneError("no round yet")
     rnd = st["rounds"][-1]

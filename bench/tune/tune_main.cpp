@@ -16,18 +16,17 @@
 #include "fusedconv/error.h"
 #include "fusedconv/models.h"
 #include "halide_call.h"  // runtime/src: Halide errors -> fusedconv::Error
+#include "run_tools.h"
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <limits>
-#include <map>
 #include <memory>
 #include <random>
-#include <sstream>
 
 namespace fusedconv::tune {
 namespace {
@@ -86,34 +85,29 @@ std::string params_text(const Entry &e) {
 // parameters on the GPU, a seeded input, and a call of any library of it.
 class Problem {
 public:
-    Problem(const bench::Problem &p, const Shape &shape, Device device)
-        : id_(p.id), shape_(shape), device_(device) {
+    Problem(const bench::Problem &p, const Shape &shape, Device device) : device_(device) {
         const DeviceChoice gpu = device == Device::GPU ? DeviceChoice::GPU : DeviceChoice::CPU;
-        if (id_ == "p24") {
+        Model *model = nullptr;
+        if (p.id == "p24") {
             m24_ = std::make_unique<Conv3dMinSoftmax>(3, 24, 3, 2, gpu, 0);
-            model_ = m24_.get();
-        } else if (id_ == "p25") {
+            model = m24_.get();
+        } else if (p.id == "p25") {
             m25_ = std::make_unique<Conv2dMinTanhTanh>(16, 64, 3, gpu, 0);
-            model_ = m25_.get();
-        } else if (id_ == "p32") {
+            model = m25_.get();
+        } else if (p.id == "p32") {
             m32_ = std::make_unique<Conv2dScaleMin>(64, 128, 3, 2.0f, gpu, 0);
-            model_ = m32_.get();
+            model = m32_.get();
         } else {
             // Training mode, as a fresh PyTorch module: every library gets
             // the same dropout seed, so the masks are identical.
             m83_ = std::make_unique<Conv3dGroupNormMinClampDropout>(3, 16, 3, 8, 0.0f, 1.0f, 0.2f,
                                                                     gpu, 0);
-            model_ = m83_.get();
+            model = m83_.get();
         }
-        Tensor host = Tensor::empty(shape, Device::CPU);
-        std::mt19937_64 rng(1000 + shape[0]);  // fusedconv_bench's input seed
-        std::uniform_real_distribution<float> dist(0.0f, 1.0f);
-        for (int64_t i = 0; i < host.numel(); ++i) host.data()[i] = dist(rng);
-        input_ = host.to(device);
-        out_shape_ = model_->output_shape(shape);
-        sentinel_ = Tensor::from_vector(
-            out_shape_, std::vector<float>(size_t(numel(out_shape_)),
-                                           std::numeric_limits<float>::quiet_NaN()));
+        input_ = tools::uniform_input(shape, 1000 + shape[0]).to(device);  // as fusedconv_bench
+        sentinel_ = Tensor::empty(model->output_shape(shape), Device::CPU);
+        std::fill(sentinel_.data(), sentinel_.data() + sentinel_.numel(),
+                  std::numeric_limits<float>::quiet_NaN());
     }
 
     // A fresh output on the device filled with NaN, so a library that leaves
@@ -141,18 +135,8 @@ public:
         detail::check_halide(r, e.function);
     }
 
-    const Shape &shape() const { return shape_; }
-
 private:
-    static int64_t numel(const Shape &s) {
-        int64_t n = 1;
-        for (int64_t d : s) n *= d;
-        return n;
-    }
-    std::string id_;
-    Shape shape_, out_shape_;
     Device device_;
-    Model *model_ = nullptr;
     std::unique_ptr<Conv3dMinSoftmax> m24_;
     std::unique_ptr<Conv2dMinTanhTanh> m25_;
     std::unique_ptr<Conv2dScaleMin> m32_;

@@ -37,43 +37,43 @@ struct Entry {
     bool callable() const { return p24 || p25 || p32 || p83; }
 };
 
-inline Entry make_entry(const char *model, const char *lib, const char *system, const char *id,
+inline Entry make_entry(const char *model, const char *system, const char *id,
                         const char *function, const char *params_json) {
     Entry e;
-    e.model = model, e.lib = lib, e.system = system, e.id = id, e.function = function;
+    e.model = model, e.system = system, e.id = id, e.function = function;
+    e.lib = e.model + "_cuda";
     e.params_json = params_json;
     return e;
 }
 // One helper per model: the argument's type is the signature check.
 inline Entry p24_entry(const char *system, const char *id, const char *function,
                        const char *params, P24Fn fn) {
-    Entry e = make_entry("p24", "p24_cuda", system, id, function, params);
+    Entry e = make_entry("p24", system, id, function, params);
     e.p24 = fn;
     return e;
 }
 inline Entry p25_entry(const char *system, const char *id, const char *function,
                        const char *params, P25Fn fn) {
-    Entry e = make_entry("p25", "p25_cuda", system, id, function, params);
+    Entry e = make_entry("p25", system, id, function, params);
     e.p25 = fn;
     return e;
 }
 inline Entry p32_entry(const char *system, const char *id, const char *function,
                        const char *params, P32Fn fn) {
-    Entry e = make_entry("p32", "p32_cuda", system, id, function, params);
+    Entry e = make_entry("p32", system, id, function, params);
     e.p32 = fn;
     return e;
 }
 inline Entry p83_entry(const char *system, const char *id, const char *function,
                        const char *params, P83Fn fn) {
-    Entry e = make_entry("p83", "p83_cuda", system, id, function, params);
+    Entry e = make_entry("p83", system, id, function, params);
     e.p83 = fn;
     return e;
 }
 // A library that could not be built (the error is logged, nothing runs).
 inline Entry failed_entry(const char *model, const char *system, const char *id,
                           const char *error) {
-    std::string m = model;
-    Entry e = make_entry(model, (m + "_cuda").c_str(), system, id, "", "{}");
+    Entry e = make_entry(model, system, id, "", "{}");
     e.build_error = error;
     return e;
 }

@@ -18,7 +18,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
-#include <sstream>
 
 namespace {
 

@@ -68,6 +68,17 @@ float init_bound(int in_channels, int kernel_size, int spatial_dims) {
     return 1.0f / std::sqrt(static_cast<float>(fan_in));
 }
 
+void init_conv_parameters(const char *model, int out_channels, int in_channels, int kernel_size,
+                          int spatial_dims, uint64_t seed, Device device, Tensor &weight,
+                          Tensor &bias) {
+    const Shape weight_shape =
+        conv_weight_shape(model, out_channels, in_channels, kernel_size, spatial_dims);
+    const float bound = init_bound(in_channels, kernel_size, spatial_dims);
+    std::mt19937_64 rng(seed);
+    weight = uniform_tensor(weight_shape, bound, rng, device);
+    bias = uniform_tensor({out_channels}, bound, rng, device);
+}
+
 Shape checked_output_shape(const char *model, const Shape &input, Shape output) {
     if (bounded_numel(output) < 0) {
         throw Error(std::string(model) + ": input shape " + shape_string(input) +

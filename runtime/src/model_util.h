@@ -29,6 +29,12 @@ Shape conv_weight_shape(const char *model, int out_channels, int in_channels, in
 // PyTorch's default init bound 1/sqrt(fan_in), fan_in = Cin * k^spatial_dims
 // (computed without int overflow).
 float init_bound(int in_channels, int kernel_size, int spatial_dims);
+// PyTorch's default conv init, seeded: the weight (Cout, Cin, k...) and then
+// the bias, both U(-b, b) with b = init_bound, drawn from one mt19937_64(seed)
+// in that order, on `device`. Throws as conv_weight_shape does.
+void init_conv_parameters(const char *model, int out_channels, int in_channels, int kernel_size,
+                          int spatial_dims, uint64_t seed, Device device, Tensor &weight,
+                          Tensor &bias);
 // Checks a rank-(2 + spatial) input (N, Cin, spatial...) against the model's
 // channels and kernel size; returns the output shape with `out_channels`.
 Shape conv_output_shape(const char *model, const Shape &input, int spatial_dims,

@@ -6,8 +6,6 @@
 #include "p24_cpu.h"
 #include "p24_cuda.h"
 
-#include <cmath>
-
 namespace fusedconv {
 
 static constexpr const char *kName = "Conv3dMinSoftmax";
@@ -24,12 +22,8 @@ Conv3dMinSoftmax::Conv3dMinSoftmax(int in_channels, int out_channels, int kernel
         throw Error(std::string(kName) + ": dim " + std::to_string(dim) +
                     " is not supported; only dim=2 (depth) is");
     }
-    const Shape weight_shape =
-        detail::conv_weight_shape(kName, out_channels, in_channels, kernel_size, 3);
-    const float bound = detail::init_bound(in_channels, kernel_size, 3);
-    std::mt19937_64 rng(seed);
-    weight_ = detail::uniform_tensor(weight_shape, bound, rng, device_);
-    bias_ = detail::uniform_tensor({out_channels}, bound, rng, device_);
+    detail::init_conv_parameters(kName, out_channels, in_channels, kernel_size, 3, seed,
+                                 device_, weight_, bias_);
 }
 
 void Conv3dMinSoftmax::set_parameters(const Tensor &conv_weight, const Tensor &conv_bias) {

@@ -6,8 +6,6 @@
 #include "p25_cpu.h"
 #include "p25_cuda.h"
 
-#include <cmath>
-
 namespace fusedconv {
 
 static constexpr const char *kName = "Conv2dMinTanhTanh";
@@ -19,12 +17,8 @@ Conv2dMinTanhTanh::Conv2dMinTanhTanh(int in_channels, int out_channels, int kern
     detail::require_positive(kName, "in_channels", in_channels);
     detail::require_positive(kName, "out_channels", out_channels);
     detail::require_positive(kName, "kernel_size", kernel_size);
-    const Shape weight_shape =
-        detail::conv_weight_shape(kName, out_channels, in_channels, kernel_size, 2);
-    const float bound = detail::init_bound(in_channels, kernel_size, 2);
-    std::mt19937_64 rng(seed);
-    weight_ = detail::uniform_tensor(weight_shape, bound, rng, device_);
-    bias_ = detail::uniform_tensor({out_channels}, bound, rng, device_);
+    detail::init_conv_parameters(kName, out_channels, in_channels, kernel_size, 2, seed,
+                                 device_, weight_, bias_);
 }
 
 void Conv2dMinTanhTanh::set_parameters(const Tensor &conv_weight, const Tensor &conv_bias) {

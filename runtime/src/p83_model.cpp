@@ -6,8 +6,6 @@
 #include "p83_cpu.h"
 #include "p83_cuda.h"
 
-#include <cmath>
-
 namespace fusedconv {
 
 static constexpr const char *kName = "Conv3dGroupNormMinClampDropout";
@@ -27,12 +25,8 @@ Conv3dGroupNormMinClampDropout::Conv3dGroupNormMinClampDropout(
                     " does not divide out_channels " + std::to_string(out_channels));
     }
     set_dropout_p(dropout_p);
-    const Shape weight_shape =
-        detail::conv_weight_shape(kName, out_channels, in_channels, kernel_size, 3);
-    const float bound = detail::init_bound(in_channels, kernel_size, 3);
-    std::mt19937_64 rng(seed);
-    weight_ = detail::uniform_tensor(weight_shape, bound, rng, device_);
-    bias_ = detail::uniform_tensor({out_channels}, bound, rng, device_);
+    detail::init_conv_parameters(kName, out_channels, in_channels, kernel_size, 3, seed,
+                                 device_, weight_, bias_);
     gamma_ = detail::filled_tensor({out_channels}, 1.0f, device_);
     beta_ = detail::filled_tensor({out_channels}, 0.0f, device_);
 }
