@@ -40,6 +40,13 @@ void block_channels(Conv2dMinPipeline &p, int block) {
 // barriers at all in a kernel whose thread loops are all gpu_lanes.
 // Measured 2026-11-21, NVIDIA H200, default shapes, 16x8 tile, chunk 4:
 // p25 5.61 ms, p32 16.54 ms (37 TFLOP/s; ncu: FMA pipe 60% busy).
+// Winograd F(4x4, 3x3) alternatives, both slower, kept on branches:
+//  - one warp, a lane per output channel (winograd-lane-layout-experiment):
+//    p25 7.13 ms, p32 21.1 ms;
+//  - multi-warp blocks, products in shared memory, a thread per transform
+//    element x 4 tiles x 4 channels (winograd-multiwarp): p25 7.49 ms,
+//    p32 25.4 ms; ncu: FMA pipe 16%, stalls on global loads (U, input
+//    windows) and on the barriers between its five phases per round.
 void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
     blocks::V v;
     const int lanes = kWarpLanes, tx = t.gpu_tile_x, ty = t.gpu_tile_y, chunk = t.gpu_channel_chunk;
