@@ -86,16 +86,7 @@ void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
     // copied to shared memory for the min.
     Func conv = p.conv.f;
     Func round = conv.in();
-    round.compute_at(mn, rk)
-        .store_in(MemoryType::GPUShared)
-        .bound_extent(v.x, tx)
-        .bound_extent(v.y, ty)
-        .bound_extent(v.c, lanes)
-        .reorder_storage(v.c, v.x, v.y, v.n)
-        .reorder(v.x, v.y, v.c, v.n)
-        .gpu_lanes(v.c)
-        .unroll(v.x)
-        .unroll(v.y);
+    channel_tile_in_shared(round, LoopLevel(mn, rk), tx, ty, true);
     conv.compute_at(mn, rk)
         .store_in(MemoryType::Register)
         .reorder(v.x, v.y, v.c, v.n)

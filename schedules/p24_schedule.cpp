@@ -51,16 +51,7 @@ void gpu(P24Pipeline &p, const P24Params &t) {
     // Depth-min of the tile, channel-innermost so the lanes (channels) update
     // consecutive words.
     Func mn = p.min_depth.f;
-    mn.compute_at(out, xo)
-        .store_in(MemoryType::GPUShared)
-        .bound_extent(v.x, tx)
-        .bound_extent(v.y, ty)
-        .bound_extent(v.c, lanes)
-        .reorder_storage(v.c, v.x, v.y, v.n)
-        .reorder(v.x, v.y, v.c, v.n)
-        .gpu_threads(v.c)
-        .unroll(v.x)
-        .unroll(v.y);
+    channel_tile_in_shared(mn, LoopLevel(out, xo), tx, ty, false);
     mn.update()
         .reorder(v.x, v.y, v.c, p.min_depth.r.x)
         .gpu_lanes(v.c)
