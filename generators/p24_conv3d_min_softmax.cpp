@@ -1,6 +1,7 @@
 // p24: Conv3d -> min over depth -> softmax over channels.
 #include "pipelines.h"
 #include "p24_schedule.h"
+#include "dense_layout.h"
 
 namespace fusedconv {
 
@@ -14,6 +15,10 @@ public:
     schedules::P24Params tunables;
 
     void generate() {
+        // Dense buffers (the runtime's tensors are PyTorch-contiguous): with
+        // the kernel size fixed by a specialization, every filter tap is then
+        // a constant offset, not a runtime stride product kept in a register.
+        require_dense(weight);
         p = build_p24(input, weight, bias, input.dim(0).extent(), input.dim(1).extent(),
                       input.dim(2).extent(), weight.dim(0).extent(), weight.dim(1).extent(),
                       weight.dim(2).extent(), weight.dim(3).extent(), weight.dim(4).extent());

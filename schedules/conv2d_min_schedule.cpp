@@ -86,7 +86,7 @@ void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
     // copied to shared memory for the min.
     Func conv = p.conv.f;
     Func round = conv.in();
-    channel_tile_in_shared(round, LoopLevel(mn, rk), tx, ty, true);
+    channel_tile_in_shared(round, LoopLevel(mn, rk), tx, ty);
     conv.compute_at(mn, rk)
         .store_in(MemoryType::Register)
         .reorder(v.x, v.y, v.c, v.n)

@@ -1,5 +1,6 @@
 #include "p24_schedule.h"
-#include "warp_staging.h"
+
+#include <string>
 
 namespace fusedconv::schedules {
 
@@ -15,86 +16,98 @@ void unroll_3x3x3(Stage update, const blocks::Conv &conv, const P24Pipeline &p) 
         .unroll(conv.r.z);
 }
 
-// GPU: ONE kernel, one warp per block (the layout of the p25/p32 schedule).
-// A block owns a gpu_tile_x x gpu_tile_y tile of output pixels and all
-// channels, one channel per lane (Cout <= 32; lanes past Cout compute a
-// clamped channel that is never read). Per output depth z, each lane
-// accumulates its channel's convolution for the whole tile in registers
-// from the input planes staged in shared memory (every input value is one
-// broadcast load feeding up to 27 FMAs per lane), then folds it into the
-// depth-min in shared memory. Then the lanes, one per pixel, do the softmax
-// over channels.
-// Measured 2026-11-21, NVIDIA H200, default shape, 8x8 tile: 0.537 ms
-// (18 TFLOP/s useful; 32 lanes for 24 channels and 8x8 tiles over 30x30
-// pixels execute 1.5x the useful FMAs; ncu: FMA pipe 46% busy). With the
-// 6x10 tile (now the default; it divides 30x30) 0.473 ms.
-// Tried and slower (branch p24-rows-layout-experiment, H200, one run against
-// 0.477 ms): threads over (x, block of 8 channels), 8 rows x 8 channels of
-// the conv in registers per thread, the depth-min in shared memory, weight
-// loads as channel vectors: 0.617 ms (ncu: 255 registers, 8.5% of the warp
-// slots active, FMA pipe 34%).
+// GPU: ONE kernel. A block owns a gpu_tile_x x gpu_tile_y tile of output
+// pixels; its threads are gpu_channel_groups x (gpu_pixel_groups_x x
+// gpu_pixel_groups_y): each thread owns gpu_channels_per_thread channels of
+// one sub-tile of pixels, whose conv at one output depth it accumulates in
+// registers (an outer product: each input value feeds channels_per_thread
+// FMAs, each weight every pixel of the sub-tile), then folds into the
+// depth-min in shared memory. Input and weights are read from global memory
+// through L1 (97.7% hit rate). A block walks the output channels in tiles of
+// groups x channels_per_thread, so any Cout runs, and Cout = 24 (8 x 3)
+// leaves no thread idle. Then one thread per pixel does the softmax over
+// channels.
+// Measured 2026-11-21, NVIDIA H200, default shape, one run each, medians:
+// - the defaults (10x6 tile, 8 groups x 3 channels, 2x2 sub-tiles of 5x3
+//   pixels): 0.444 ms (22 TFLOP/s; ncu: 8 warps per SM, limited by
+//   registers: the driver's JIT takes 255 for this PTX; 232M warp
+//   instructions, 66% of them FMAs; L1 hit rate 98%); 6x10 0.462; 6x6
+//   0.586 (3x3 pixels a thread: fewer FMAs per load).
+// - The previous layout, one warp per block with one output channel per lane
+//   (Cout <= 32; 8 of the 32 lanes idle at Cout 24) and the input planes and
+//   weights staged in shared memory per input channel: 0.476 ms (301M warp
+//   instructions).
+// - Staging each depth's input planes in shared memory instead of reading
+//   them through L1: 0.99 ms (6x10), 1.21 ms (6x6).
+// - Leaving the depth taps rolled: ptxas takes 255 registers (not run).
+// - Capping registers (HL_CUDA_JIT_MAX_REGISTERS 168 / 128 / 96, for more
+//   warps per SM): 0.564 / 0.543 / 0.672 ms.
+// - Without dense weights (generators/dense_layout.h), each tap's offset is
+//   a runtime stride product held in a register: 0.477 ms (6x10).
 void gpu(P24Pipeline &p, const P24Params &t) {
     blocks::V v;
-    const int lanes = kWarpLanes, tx = t.gpu_tile_x, ty = t.gpu_tile_y;
+    const int tx = t.gpu_tile_x, ty = t.gpu_tile_y;
+    const int cpt = t.gpu_channels_per_thread, groups = t.gpu_channel_groups;
+    const int gx = t.gpu_pixel_groups_x, gy = t.gpu_pixel_groups_y;
+    const int threads = groups * gx * gy;
+    if (tx % gx != 0 || ty % gy != 0 || threads > 1024) {
+        throw CompileError("p24 GPU schedule: a " + std::to_string(tx) + " x " + std::to_string(ty) +
+                           " tile cannot split into " + std::to_string(gx) + " x " +
+                           std::to_string(gy) + " pixel groups, or " + std::to_string(threads) +
+                           " threads per block are more than 1024");
+    }
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), pix("pix"), pixo("pixo"), pixl("pixl");
-    Var fo("fo"), fl("fl");
     Func out = p.output;
     out.tile(v.x, v.y, xo, yo, xi, yi, tx, ty, TailStrategy::GuardWithIf)
         .fuse(xi, yi, pix)
-        .split(pix, pixo, pixl, lanes, TailStrategy::GuardWithIf)
+        .split(pix, pixo, pixl, threads, TailStrategy::GuardWithIf)
         .reorder(v.c, pixo, pixl, xo, yo, v.n)
         .gpu_threads(pixl)
         .gpu_blocks(xo, yo, v.n);
     p.softmax.max_c.compute_at(out, pixo);
     p.softmax.sum_c.compute_at(out, pixo);
 
-    // Depth-min of the tile, channel-innermost so the lanes (channels) update
-    // consecutive words.
+    // The tile's depth-min of every channel, in shared memory (x innermost:
+    // the softmax's threads, one per pixel, read consecutive words).
     Func mn = p.min_depth.f;
-    channel_tile_in_shared(mn, LoopLevel(out, xo), tx, ty, false);
+    Var f("f"), fo("fo"), fl("fl");
+    mn.compute_at(out, xo)
+        .store_in(MemoryType::GPUShared)
+        .bound_extent(v.x, tx)
+        .bound_extent(v.y, ty)
+        .fuse(v.x, v.y, f)
+        .fuse(f, v.c, f)
+        .split(f, fo, fl, threads, TailStrategy::GuardWithIf)
+        .gpu_threads(fl);
+    Var xg("xg"), xs("xs"), yg("yg"), ys("ys"), ct("ct"), cl("cl"), cg("cg"), ck("ck"), th("th");
     mn.update()
-        .reorder(v.x, v.y, v.c, p.min_depth.r.x)
-        .gpu_lanes(v.c)
-        .unroll(v.x)
-        .unroll(v.y);
+        .split(v.x, xg, xs, tx / gx)
+        .split(v.y, yg, ys, ty / gy)
+        .split(v.c, ct, cl, groups * cpt, TailStrategy::GuardWithIf)
+        .split(cl, cg, ck, cpt)
+        .reorder(ck, xs, ys, cg, xg, yg, p.min_depth.r.x, ct, v.n)
+        .fuse(cg, xg, th)
+        .fuse(th, yg, th)
+        .gpu_threads(th)
+        .unroll(ck)
+        .unroll(xs)
+        .unroll(ys);
 
+    // One thread's conv at one depth, in registers.
     Func conv = p.conv.f;
-    conv.compute_at(mn, p.min_depth.r.x)
+    conv.compute_at(mn, th)
         .store_in(MemoryType::Register)
-        .reorder(v.x, v.y, v.z, v.c, v.n)
-        .gpu_lanes(v.c)
+        .bound_extent(v.c, cpt)
+        .reorder(v.c, v.x, v.y, v.z, v.n)
+        .unroll(v.c)
         .unroll(v.x)
         .unroll(v.y);
     Stage upd = conv.update();
-    upd.reorder(v.x, v.y, v.z, p.conv.r.x, p.conv.r.y, p.conv.r.z, v.c, p.conv.r.w)
-        .gpu_lanes(v.c)
+    upd.reorder(v.c, v.x, v.y, v.z, p.conv.r.x, p.conv.r.y, p.conv.r.z, v.n, p.conv.r.w)
+        .unroll(v.c)
         .unroll(v.x)
         .unroll(v.y);
     unroll_3x3x3(upd, p.conv, p);
-
-    // Staged per output depth and input channel: the kd input planes and
-    // that channel's weights of all output channels (shared memory stays
-    // small for any kernel size: (tile + k - 1)^2 * k + 32 * k^3 floats).
-    // For 3x3x3 the staging loops are unrolled so every lane's loads are in
-    // flight at once; the weights are stored output-channel-outermost, so
-    // the lanes read words kw * kh * kd apart (27: conflict-free).
-    Func src = p.conv.source;
-    src.compute_at(conv, p.conv.r.w)
-        .store_in(MemoryType::GPUShared)
-        .bound_extent(v.x, tx + p.kw - 1)
-        .bound_extent(v.y, ty + p.kh - 1)
-        .bound_extent(v.z, p.kd);
-    unrolled_over_warp(src, p.kw == 3 && p.kh == 3 && p.kd == 3, {v.x, v.y, v.z});
-    src.split(v.x, fo, fl, lanes, TailStrategy::GuardWithIf)
-        .reorder(fo, v.y, v.z, fl)
-        .gpu_threads(fl);
-
-    Func w = p.conv.weight;  // w(kx, ky, kz, ci, co)
-    w.compute_at(conv, p.conv.r.w)
-        .store_in(MemoryType::GPUShared)
-        .bound_extent(v.n, lanes);
-    unrolled_over_warp(w, p.kw == 3 && p.kh == 3 && p.kd == 3, {v.x, v.y, v.z, v.n});
-    w.reorder(v.x, v.y, v.z, v.c, v.n).gpu_threads(v.n);
 }
 
 // CPU: rows of (sample, y) in parallel, vectorized over x; per row, the

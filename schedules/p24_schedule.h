@@ -8,15 +8,19 @@ namespace fusedconv::schedules {
 // Tunable parameters; declared as members of the generator, so each is a
 // GeneratorParam settable at build time (PARAMS in add_halide_library).
 struct P24Params {
-    // GPU: output pixels per block (one warp, one lane per output channel);
-    // each lane keeps tile_x * tile_y accumulators in registers.
-    // The softmax runs one lane per pixel, in passes of 32 pixels.
-    // Measured 2026-11-21, NVIDIA H200, default shape (30 x 30 outputs), one
-    // run: 8x8 0.535 ms, 10x6 0.492, 6x10 0.472, 15x4 0.505, 10x10 0.878
-    // (100 accumulators per lane); a second run against 6x10 (0.473): 30x2
-    // 0.521, 6x5 0.567, 5x10 0.602, 6x15 0.787, 15x6 0.814.
-    Halide::GeneratorParam<int> gpu_tile_x{"gpu_tile_x", 6};
-    Halide::GeneratorParam<int> gpu_tile_y{"gpu_tile_y", 10};
+    // GPU (schedules/p24_schedule.cpp says how they were chosen):
+    // output pixels per block, x and y;
+    Halide::GeneratorParam<int> gpu_tile_x{"gpu_tile_x", 10};
+    Halide::GeneratorParam<int> gpu_tile_y{"gpu_tile_y", 6};
+    // threads per block: channel groups x pixel groups (x, y); a thread owns
+    // channels_per_thread channels of (tile_x / pixel_groups_x) x (tile_y /
+    // pixel_groups_y) pixels, whose conv at one depth it keeps in registers.
+    // The tile's depth-min of every output channel is in shared memory
+    // (4 * Cout * tile_x * tile_y bytes, at most 48 KB: Cout <= 204 at 10x6).
+    Halide::GeneratorParam<int> gpu_channel_groups{"gpu_channel_groups", 8};
+    Halide::GeneratorParam<int> gpu_channels_per_thread{"gpu_channels_per_thread", 3};
+    Halide::GeneratorParam<int> gpu_pixel_groups_x{"gpu_pixel_groups_x", 2};
+    Halide::GeneratorParam<int> gpu_pixel_groups_y{"gpu_pixel_groups_y", 2};
     // CPU: vector width over x.
     Halide::GeneratorParam<int> cpu_vector{"cpu_vector", 8};
 };

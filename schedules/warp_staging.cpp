@@ -19,7 +19,7 @@ void unrolled_over_warp(Func f, const Expr &fast, const std::vector<Var> &dims,
     s.gpu_threads(fl);
 }
 
-void channel_tile_in_shared(Func f, const LoopLevel &at, int tile_x, int tile_y, bool on_lanes) {
+void channel_tile_in_shared(Func f, const LoopLevel &at, int tile_x, int tile_y) {
     Var x("x"), y("y"), c("c"), n("n");  // the pure Var names of blocks::V
     f.compute_at(at)
         .store_in(MemoryType::GPUShared)
@@ -27,13 +27,10 @@ void channel_tile_in_shared(Func f, const LoopLevel &at, int tile_x, int tile_y,
         .bound_extent(y, tile_y)
         .bound_extent(c, kWarpLanes)
         .reorder_storage(c, x, y, n)
-        .reorder(x, y, c, n);
-    if (on_lanes) {
-        f.gpu_lanes(c);
-    } else {
-        f.gpu_threads(c);
-    }
-    f.unroll(x).unroll(y);
+        .reorder(x, y, c, n)
+        .gpu_lanes(c)
+        .unroll(x)
+        .unroll(y);
 }
 
 }  // namespace fusedconv::schedules

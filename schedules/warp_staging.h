@@ -1,5 +1,5 @@
-// Staging loops shared by the one-warp-per-block GPU schedules (p24, p25,
-// p32): how a Func that is staged in shared memory is loaded by the warp.
+// Staging loops of the one-warp-per-block GPU schedules (p25, p32): how a
+// Func that is staged in shared memory is loaded by the warp.
 #pragma once
 
 #include "Halide.h"
@@ -22,9 +22,7 @@ void unrolled_over_warp(Halide::Func f, const Halide::Expr &fast,
 
 // A tile_x x tile_y x 32-channel block of f(x, y, c, n) in shared memory,
 // computed at `at`: channels innermost in storage, so the 32 lanes (one per
-// channel, on gpu_lanes or gpu_threads as `on_lanes` says) touch consecutive
-// words; each lane's pixels unrolled.
-void channel_tile_in_shared(Halide::Func f, const Halide::LoopLevel &at, int tile_x, int tile_y,
-                            bool on_lanes);
+// channel) touch consecutive words; each lane's pixels unrolled.
+void channel_tile_in_shared(Halide::Func f, const Halide::LoopLevel &at, int tile_x, int tile_y);
 
 }  // namespace fusedconv::schedules

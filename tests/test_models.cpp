@@ -33,6 +33,9 @@ TEST_P(P24, MatchesReferenceOnOddShapes) {
     const P24Case cases[] = {
         {{1, 3, 5, 7, 9}, 24, 3},  {{3, 1, 4, 6, 5}, 5, 2},   {{1, 5, 6, 6, 11}, 1, 1},
         {{2, 2, 7, 9, 8}, 5, 5},   {{1, 3, 3, 3, 3}, 24, 3},  {{3, 3, 8, 19, 21}, 24, 3},
+        // More output channels than the GPU schedule's channel tile (24):
+        // a block walks a second, partial (29) or a third (50) tile.
+        {{2, 3, 5, 8, 13}, 29, 3}, {{1, 2, 4, 12, 11}, 50, 2},
     };
     uint64_t seed = 1;
     for (const P24Case &c : cases) {
