@@ -5,6 +5,8 @@ tuned file and its CMake side (generators/tuned_params.cmake through `cmake -P`)
 Run: python3 bench/tune/test_tune.py   (ctest runs it as tune_py)
 """
 
+import contextlib
+import io
 import json
 import random
 import shutil
@@ -369,6 +371,18 @@ class RoundsTest(unittest.TestCase):
         other = self.dir / "other.jsonl"
         fake_log(other, st, space, device="Other GPU", session="s3")
         self.assertEqual(self.run_tune("ingest", str(other), "--no-tuned"), 1)
+
+        # A schedule that gained a parameter since makes the state unusable: every command
+        # says so instead of failing on the missing name.
+        spec = small_spec()
+        spec["params"]["gpu_new_param"] = {"values": [1, 2], "default": 1}
+        write_space(self.space_path, {"p24_cuda": spec,
+                                      "p25_cuda": small_spec(model="p25", generator="p25_conv2d_min_tanh_tanh",
+                                                             shape=[2, 16, 64, 64])})
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            self.assertEqual(self.run_tune("status"), 1)
+        self.assertIn("gpu_new_param", err.getvalue())
+        self.assertIn("new --work", err.getvalue())
 
     def test_tuned_file_and_cmake_params(self):
         space = tune.load_space(self.space_path)

@@ -675,6 +675,7 @@ def cmd_round(args):
     work = Path(args.work).resolve()
     state_path = work / "state.json"
     st = load_state(state_path) or new_state(args.seed, "cpu" if args.smoke_cpu else "gpu")
+    check_state_params(st, space, state_path)
     if st.get("target", "gpu") != ("cpu" if args.smoke_cpu else "gpu"):
         raise TuneError(f"{state_path} is a {'--smoke-cpu' if st.get('target') == 'cpu' else 'GPU'} "
                         f"tuning state; use another --work directory")
@@ -1042,11 +1043,30 @@ def tuned_out_path(args, st):
     return TUNED_DIR / f"{st.get('slug') or slug(st['device'])}.json"
 
 
+def check_state_params(st, space, path):
+    """A state whose candidates name other params than the search space (a schedule got new
+    parameters since) cannot be refined or compared: refuse it, saying so."""
+    for lib, ls in st["libs"].items():
+        if lib not in space:
+            continue
+        want = set(space[lib].names)
+        for cid, cand in ls["candidates"].items():
+            have = set(cand["params"])
+            if have != want:
+                raise TuneError(
+                    f"{path}: {lib} candidate {cid} has params {sorted(have)}, but the search space "
+                    f"now has {sorted(want)}; its measurements belong to an older schedule. "
+                    f"Start a new --work directory.")
+
+
 def open_work(args):
     """The search spaces, the state file's path in the work directory, and its state (None
     if there is none yet)."""
     state_path = Path(args.work).resolve() / "state.json"
-    return load_space(args.space), state_path, load_state(state_path)
+    space, st = load_space(args.space), load_state(state_path)
+    if st is not None:
+        check_state_params(st, space, state_path)
+    return space, state_path, st
 
 
 def cmd_ingest(args):
