@@ -535,5 +535,22 @@ class SlugTest(unittest.TestCase):
         self.assertEqual(tune.slug("--"), "unknown-device")
 
 
+
+class RunCmd(unittest.TestCase):
+    """run_cmd is only reached by a real build (round without --no-build): check it here."""
+
+    def test_runs_and_reports_failure(self):
+        with contextlib.redirect_stderr(io.StringIO()):
+            self.assertEqual(tune.run_cmd([sys.executable, "-c", "pass"], "a no-op").returncode, 0)
+            with self.assertRaises(tune.TuneError) as e:
+                tune.run_cmd([sys.executable, "-c", "raise SystemExit(3)"], "failing step")
+        self.assertIn("failing step failed (exit 3)", str(e.exception))
+
+    def test_capture_returns_the_output(self):
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            r = tune.run_cmd([sys.executable, "-c", "print('hello')"], "echo", capture=True)
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("hello", r.stdout)
+
 if __name__ == "__main__":
     unittest.main()

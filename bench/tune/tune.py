@@ -561,11 +561,11 @@ def run_cmd(cmd, what, capture=False):
     caller's to handle)."""
     log("$ " + " ".join(str(c) for c in cmd))
     if not capture:
-        r = subprocess.run([str(c) for c in cmd], cwd=cwd, text=True)
+        r = subprocess.run([str(c) for c in cmd], text=True)
         if r.returncode != 0:
             raise TuneError(f"{what} failed (exit {r.returncode})")
         return r
-    p = subprocess.Popen([str(c) for c in cmd], cwd=cwd, text=True, stdout=subprocess.PIPE,
+    p = subprocess.Popen([str(c) for c in cmd], text=True, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT)
     lines = []
     for line in p.stdout:
