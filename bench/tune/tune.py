@@ -470,7 +470,9 @@ def source_identity(repo=REPO):
                 h.update(p.name.encode())
                 h.update(p.read_bytes())
     commit = git("rev-parse", "--short", "HEAD", repo=repo) or "unknown"
-    dirty = bool(git("status", "--porcelain", "--", "schedules", "generators", repo=repo))
+    # The tuned files are this tool's output, not its input: their changes are not "dirty".
+    dirty = bool(git("status", "--porcelain", "--", "schedules", "generators",
+                     ":(exclude)schedules/tuned", repo=repo))
     return {"commit": commit, "dirty": dirty, "source_hash": h.hexdigest()[:16]}
 
 
