@@ -33,9 +33,6 @@ void require_positive(const char *model, const char *name, int value) {
     }
 }
 
-namespace {
-
-// Elements of `shape`, or -1 when past kMaxElements (no overflow).
 int64_t bounded_numel(const Shape &shape) {
     int64_t count = 1;
     for (int64_t s : shape) {
@@ -46,16 +43,18 @@ int64_t bounded_numel(const Shape &shape) {
     return count;
 }
 
-}  // namespace
+std::string past_indexing_limit() {
+    return "more than " + std::to_string(kMaxElements) +
+           " elements (2 GiB), past Halide's 32-bit indexing";
+}
 
 Shape conv_weight_shape(const char *model, int out_channels, int in_channels, int kernel_size,
                         int spatial_dims) {
     Shape w = {out_channels, in_channels};
     for (int d = 0; d < spatial_dims; ++d) w.push_back(kernel_size);
     if (bounded_numel(w) < 0) {
-        throw Error(std::string(model) + ": conv.weight shape " + shape_string(w) +
-                    " has more than " + std::to_string(kMaxElements) +
-                    " elements (2 GiB), past Halide's 32-bit indexing");
+        throw Error(std::string(model) + ": conv.weight shape " + shape_string(w) + " has " +
+                    past_indexing_limit());
     }
     return w;
 }
@@ -82,9 +81,8 @@ void init_conv_parameters(const char *model, int out_channels, int in_channels, 
 Shape checked_output_shape(const char *model, const Shape &input, Shape output) {
     if (bounded_numel(output) < 0) {
         throw Error(std::string(model) + ": input shape " + shape_string(input) +
-                    " gives output shape " + shape_string(output) + ", more than " +
-                    std::to_string(kMaxElements) +
-                    " elements (2 GiB), past Halide's 32-bit indexing");
+                    " gives output shape " + shape_string(output) + ", " +
+                    past_indexing_limit());
     }
     return output;
 }
@@ -104,9 +102,8 @@ Shape conv_output_shape(const char *model, const Shape &input, int spatial_dims,
         }
     }
     if (bounded_numel(input) < 0) {
-        throw Error(std::string(model) + ": input shape " + shape_string(input) +
-                    " has more than " + std::to_string(kMaxElements) +
-                    " elements (2 GiB), past Halide's 32-bit indexing");
+        throw Error(std::string(model) + ": input shape " + shape_string(input) + " has " +
+                    past_indexing_limit());
     }
     if (input[1] != in_channels) {
         throw Error(std::string(model) + ": input shape " + shape_string(input) + " has " +

@@ -13,6 +13,12 @@ namespace fusedconv::detail {
 // Halide without the large_buffers feature indexes with 32-bit signed
 // offsets: a buffer may hold at most 2^31 - 1 bytes.
 constexpr int64_t kMaxElements = (int64_t{1} << 31) / int64_t{sizeof(float)} - 1;
+// Elements of `shape`: 0 when a size is non-positive, -1 when past
+// kMaxElements (computed without overflow).
+int64_t bounded_numel(const Shape &shape);
+// "more than <kMaxElements> elements (2 GiB), past Halide's 32-bit indexing":
+// how every message about a too large shape ends.
+std::string past_indexing_limit();
 
 // U(-bound, bound) values of `shape` on `device`, as PyTorch's default
 // kaiming-uniform(a = sqrt(5)) init and bias init draw them.

@@ -23,19 +23,12 @@ struct Tensor::Impl {
 
 namespace {
 
-using detail::kMaxElements;
-
 void validate_shape(const Shape &shape) {
     if (shape.empty()) throw Error("tensor shape () has no dimensions");
-    int64_t count = 1;
-    for (int64_t s : shape) {
-        if (s <= 0) throw Error("tensor shape " + shape_string(shape) + " has a non-positive size");
-        if (s > kMaxElements || count > kMaxElements / s) {
-            throw Error("tensor shape " + shape_string(shape) + " has more than " +
-                        std::to_string(kMaxElements) +
-                        " elements (2 GiB), past Halide's 32-bit indexing");
-        }
-        count *= s;
+    const int64_t count = detail::bounded_numel(shape);
+    if (count == 0) throw Error("tensor shape " + shape_string(shape) + " has a non-positive size");
+    if (count < 0) {
+        throw Error("tensor shape " + shape_string(shape) + " has " + detail::past_indexing_limit());
     }
 }
 
