@@ -15,6 +15,7 @@
 #include <climits>
 #include <cstdint>
 #include <functional>
+#include <iostream>
 #include <limits>
 #include <memory>
 #include <string>
@@ -618,6 +619,30 @@ TEST(GpuDeviceMismatch, HostAndDeviceTensorsAreNotInterchangeable) {
     m.set_parameters(random_tensor({2, 1, 1, 1}, 33).to(Device::GPU),
                      random_tensor({2}, 34).to(Device::GPU));
     EXPECT_EQ(m.conv_weight().device(), Device::CPU);
+}
+
+// p24 on the GPU keeps each block's depth-min of every output channel in
+// shared memory (48 KB a block): 2000 channels are past that for any tile of
+// more than 6 pixels. Such a model must either compute the right answer or
+// fail with an Error naming the model; never crash or return garbage.
+TEST(GpuLimits, P24WithMoreChannelsThanSharedMemoryFailsCleanly) {
+    FUSEDCONV_REQUIRE_GPU();
+    Conv3dMinSoftmax m(3, 2000, 3, 2, DeviceChoice::GPU, 40);
+    Tensor in = random_tensor({1, 3, 4, 5, 6}, 41);
+    try {
+        Tensor out = m.forward(in.to(Device::GPU));
+        EXPECT_TRUE(matches(out, reference::p24(host(in), host(m.conv_weight()),
+                                                host(m.conv_bias()))));
+    } catch (const Error &e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("Conv3dMinSoftmax"), std::string::npos) << what;
+        EXPECT_NE(what.find("2000 output channels"), std::string::npos) << what;
+        std::cout << "[ refused  ] " << e.what() << "\n";
+    }
+    // The GPU stays usable afterwards, at a size that fits.
+    Conv3dMinSoftmax small(3, 24, 3, 2, DeviceChoice::GPU, 42);
+    EXPECT_TRUE(matches(small.forward(in.to(Device::GPU)),
+                        reference::p24(host(in), host(small.conv_weight()), host(small.conv_bias()))));
 }
 
 }  // namespace

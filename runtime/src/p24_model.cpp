@@ -43,8 +43,20 @@ void Conv3dMinSoftmax::forward_into(const Tensor &input, Tensor &output) {
     check_input(input);
     check_output(input, output, output_shape(input.shape()));
     auto fn = device_ == Device::GPU ? fusedconv_p24_cuda : fusedconv_p24_cpu;
-    detail::check_halide(fn(input.raw(), weight_.raw(), bias_.raw(), output.raw()),
-                         std::string(kName) + " forward on input " + shape_string(input.shape()));
+    try {
+        detail::check_halide(fn(input.raw(), weight_.raw(), bias_.raw(), output.raw()),
+                             std::string(kName) + " forward on input " + shape_string(input.shape()));
+    } catch (const Error &e) {
+        // The GPU schedule keeps a block's depth-min of every output channel
+        // in shared memory (schedules/p24_schedule.h), at most 48 KB a block;
+        // with too many channels the kernel cannot launch. Say so.
+        const std::string what = e.what();
+        if (device_ != Device::GPU || what.find("cuLaunchKernel") == std::string::npos) throw;
+        throw Error(what + " (on the GPU each block keeps the depth-min of all " +
+                    std::to_string(out_channels_) +
+                    " output channels in at most 48 KB of shared memory; with this many "
+                    "channels it may not fit: run the model on the CPU)");
+    }
 }
 
 }  // namespace fusedconv
