@@ -1,4 +1,5 @@
 #include "conv2d_min_schedule.h"
+#include "conv_taps.h"
 #include "warp_staging.h"
 
 namespace fusedconv::schedules {
@@ -6,10 +7,6 @@ namespace fusedconv::schedules {
 using namespace Halide;
 
 namespace {
-
-void unroll_3x3(Stage update, const Conv2dMinPipeline &p) {
-    update.specialize(p.kw == 3 && p.kh == 3).unroll(p.conv.r.x).unroll(p.conv.r.y);
-}
 
 // The running min walks the channels in blocks of `block`; each block's
 // convolutions are computed together (the conv clamps its channel index, so
@@ -100,7 +97,7 @@ void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
         .gpu_lanes(v.c)
         .unroll(v.x)
         .unroll(v.y);
-    unroll_3x3(upd, p);
+    unroll_taps_of_size_3(upd, p.conv, {p.kw, p.kh});
 
     // Staged per chunk of input channels: the input window and the weights,
     // stored input-channel-outermost so that the lanes (output channels)
@@ -156,7 +153,7 @@ void cpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
     upd.reorder(v.c, p.conv.r.x, p.conv.r.y, p.conv.r.z, v.x)
         .vectorize(v.x, vec, TailStrategy::GuardWithIf)
         .unroll(v.c);
-    unroll_3x3(upd, p);
+    unroll_taps_of_size_3(upd, p.conv, {p.kw, p.kh});
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "p24_schedule.h"
+#include "conv_taps.h"
 
 #include <string>
 
@@ -7,14 +8,6 @@ namespace fusedconv::schedules {
 using namespace Halide;
 
 namespace {
-
-// Unroll the taps of a k x k x k convolution for k = 3; the general path loops.
-void unroll_3x3x3(Stage update, const blocks::Conv &conv, const P24Pipeline &p) {
-    update.specialize(p.kw == 3 && p.kh == 3 && p.kd == 3)
-        .unroll(conv.r.x)
-        .unroll(conv.r.y)
-        .unroll(conv.r.z);
-}
 
 // GPU: ONE kernel. A block owns a gpu_tile_x x gpu_tile_y tile of output
 // pixels; its threads are gpu_channel_groups x (gpu_pixel_groups_x x
@@ -109,7 +102,7 @@ void gpu(P24Pipeline &p, const P24Params &t) {
         .unroll(v.c)
         .unroll(v.x)
         .unroll(v.y);
-    unroll_3x3x3(upd, p.conv, p);
+    unroll_taps_of_size_3(upd, p.conv, {p.kw, p.kh, p.kd});
 }
 
 // CPU: rows of (sample, y) in parallel, vectorized over x; per row, the
@@ -140,7 +133,7 @@ void cpu(P24Pipeline &p, const P24Params &t) {
     Stage upd = conv.update();
     upd.reorder(v.x, p.conv.r.x, p.conv.r.y, p.conv.r.z, p.conv.r.w)
         .vectorize(v.x, vec, TailStrategy::GuardWithIf);
-    unroll_3x3x3(upd, p.conv, p);
+    unroll_taps_of_size_3(upd, p.conv, {p.kw, p.kh, p.kd});
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "p83_schedule.h"
+#include "conv_taps.h"
 
 #include <algorithm>
 
@@ -7,13 +8,6 @@ namespace fusedconv::schedules {
 using namespace Halide;
 
 namespace {
-
-void unroll_3x3x3(Stage update, const P83Pipeline &p) {
-    update.specialize(p.kw == 3 && p.kh == 3 && p.kd == 3)
-        .unroll(p.conv.r.x)
-        .unroll(p.conv.r.y)
-        .unroll(p.conv.r.z);
-}
 
 // GPU: four kernels, and the conv is KEPT, not recomputed: (1) the conv,
 // into a global buffer (each thread a block of channels over a few rows,
@@ -78,7 +72,7 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     Stage upd = conv.update();
     upd.reorder(v.c, v.y, p.conv.r.x, p.conv.r.y, p.conv.r.z, p.conv.r.w)
         .vectorize(v.c, vec).unroll(v.c).unroll(v.y);
-    unroll_3x3x3(upd, p);
+    unroll_taps_of_size_3(upd, p.conv, {p.kw, p.kh, p.kd});
     // The weights are first copied (a tiny kernel) into a global buffer with
     // the output channel innermost: a thread's cb channels of one tap are
     // then one 16-byte read-only vector load (the update is vectorized over
@@ -160,7 +154,7 @@ void cpu(P83Pipeline &p, const P83Params &t) {
     conv_cols.compute_at(s.cols, s.r_col.x).vectorize(v.x, vec, TailStrategy::GuardWithIf);
     conv_cols.update().reorder(v.x, p.conv.r.x, p.conv.r.y, p.conv.r.z, p.conv.r.w)
         .vectorize(v.x, vec, TailStrategy::GuardWithIf);
-    unroll_3x3x3(conv_cols.update(), p);
+    unroll_taps_of_size_3(conv_cols.update(), p.conv, {p.kw, p.kh, p.kd});
 
     s.groups.compute_root().parallel(v.n);
     s.mean.compute_at(s.groups, v.g);
@@ -173,7 +167,7 @@ void cpu(P83Pipeline &p, const P83Params &t) {
     conv.compute_at(out, yzcn).vectorize(v.x, vec, TailStrategy::GuardWithIf);
     conv.update().reorder(v.x, p.conv.r.x, p.conv.r.y, p.conv.r.z, p.conv.r.w)
         .vectorize(v.x, vec, TailStrategy::GuardWithIf);
-    unroll_3x3x3(conv.update(), p);
+    unroll_taps_of_size_3(conv.update(), p.conv, {p.kw, p.kh, p.kd});
 }
 
 }  // namespace
