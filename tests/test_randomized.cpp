@@ -57,7 +57,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr uint64_t kDefaultSeed = 20261121;
 constexpr double kDefaultSeconds = 20.0;
-constexpr double kU = 1.0 / (1 << 24);
 constexpr int kMaxFailures = 5;  // per kind, then the kind stops
 
 // ---------------------------------------------------------------- settings
@@ -154,53 +153,6 @@ Tensor random_input(const Shape &shape, std::mt19937_64 &rng) {
     return t;
 }
 
-HostTensor absolute(HostTensor t) {
-    for (double &v : t.values) v = std::abs(v);
-    return t;
-}
-
-// Per conv output element: the float32 rounding bound eps (see the top).
-std::vector<double> conv_eps(const HostTensor &x, const HostTensor &w, const HostTensor &b) {
-    const HostTensor a = reference::conv(absolute(x), absolute(w), absolute(b));
-    double n_terms = 1;
-    for (size_t d = 1; d < w.shape.size(); ++d) n_terms *= w.shape[d];
-    n_terms += 1;
-    std::vector<double> eps(a.values.size());
-    for (size_t i = 0; i < eps.size(); ++i) eps[i] = n_terms * kU * a.values[i];
-    return eps;
-}
-
-// |got - ref| <= rtol * max(1, |ref|) + extra[i]; NaN and infinities placed
-// exactly as in the reference.
-::testing::AssertionResult within(const Shape &shape, const std::vector<float> &got,
-                                  const HostTensor &ref, double rtol,
-                                  const std::vector<double> &extra) {
-    if (shape != ref.shape) {
-        return ::testing::AssertionFailure()
-               << "shape " << shape_string(shape) << " vs reference " << shape_string(ref.shape);
-    }
-    for (size_t i = 0; i < got.size(); ++i) {
-        const double g = got[i], r = ref.values[i];
-        bool ok;
-        double tol = 0;
-        if (std::isnan(r) || std::isnan(g)) {
-            ok = std::isnan(r) && std::isnan(g);
-        } else if (std::isinf(r) || std::isinf(g)) {
-            ok = g == r;
-        } else {
-            tol = rtol * std::max(1.0, std::abs(r)) + (extra.empty() ? 0.0 : extra[i]);
-            ok = std::abs(g - r) <= tol;
-        }
-        if (!ok) {
-            return ::testing::AssertionFailure()
-                   << "element " << index_string(shape, static_cast<int64_t>(i)) << " of "
-                   << shape_string(shape) << ": got " << g << ", float64 reference " << r
-                   << ", tolerance " << tol;
-        }
-    }
-    return ::testing::AssertionSuccess();
-}
-
 Shape spatial_shape(std::mt19937_64 &rng, int64_t n, int64_t c, int dims, int k) {
     Shape s = {n, c};
     for (int d = 0; d < dims; ++d) s.push_back(k + uniform_int(rng, 0, 9));
@@ -250,7 +202,8 @@ std::string describe(const char *model, const Shape &in, int cout, int k) {
                     const double p = ref.values[i];
                     extra[i] = 2.0 * p * (1.0 - p) * row[(i / (cout * hw)) * hw + i % hw];
                 }
-                return within(out.shape(), out.to_vector(), ref, 2e-6, extra) << " (" << what << ")";
+                return matches_values(out.shape(), out.to_vector(), ref, 2e-6, 0.0, extra)
+                       << " (" << what << ")";
             }
             // p83: groups dividing Cout, min_value, clamp bounds (lo > hi too),
             // dropout p in {0, random, 1}, training on or off, dropout seed.
@@ -312,7 +265,7 @@ std::string describe(const char *model, const Shape &in, int cout, int k) {
                     extra[idx] = keep * (2.0 + y) * e / s * std::abs(gamma[c]);
                 }
             }
-            return within(out.shape(), out.to_vector(), ref, 1e-4, extra)
+            return matches_values(out.shape(), out.to_vector(), ref, 1e-4, 0.0, extra)
                    << " (" << what << ")";
         }
         // p25 and p32: 2D.
@@ -349,7 +302,8 @@ std::string describe(const char *model, const Shape &in, int cout, int k) {
             double &e = extra[(i / (cout * hw)) * hw + i % hw];
             e = std::max(e, sensitivity * eps[i]);
         }
-        return within(out.shape(), out.to_vector(), ref, 2e-5, extra) << " (" << what << ")";
+        return matches_values(out.shape(), out.to_vector(), ref, 2e-5, 0.0, extra)
+               << " (" << what << ")";
     } catch (const std::exception &e) {
         return ::testing::AssertionFailure() << "threw " << e.what() << " (" << what << ")";
     }
@@ -412,7 +366,7 @@ std::vector<float> values(const Buffer<float> &b) {
         const int rc = dims == 2 ? fusedconv_block_conv2d(ib, wb, bb, ob)
                                  : fusedconv_block_conv3d(ib, wb, bb, ob);
         if (rc) return halide_failed(rc, kind);
-        return within(ref.shape, values(ob), ref, 2e-5, conv_eps(x, hw, hb))
+        return matches_values(ref.shape, values(ob), ref, 2e-5, 0.0, conv_eps(x, hw, hb))
                << " (" << kind << " input " << shape_string(in_shape) << " weight "
                << shape_string(w_shape) << ")";
     }
@@ -423,7 +377,8 @@ std::vector<float> values(const Buffer<float> &b) {
         const HostTensor ref = reference::min_over_depth(host(in));
         Buffer<float> ib = to_buffer(in), ob = empty_buffer(ref.shape);
         if (int rc = fusedconv_block_min_depth(ib, ob)) return halide_failed(rc, kind);
-        return within(ref.shape, values(ob), ref, 0.0, {}) << " (min_depth " << shape_string(s) << ")";
+        return matches_values(ref.shape, values(ob), ref, 0.0)
+               << " (min_depth " << shape_string(s) << ")";
     }
     if (kind == "min_channels") {
         const Shape s = {n, c, uniform_int(rng, 1, 10), uniform_int(rng, 1, 10)};
@@ -432,7 +387,7 @@ std::vector<float> values(const Buffer<float> &b) {
         Buffer<float> ib = to_buffer(in);
         Buffer<float> ob(static_cast<int>(s[3]), static_cast<int>(s[2]), static_cast<int>(s[0]));
         if (int rc = fusedconv_block_min_channels(ib, ob)) return halide_failed(rc, kind);
-        return within(ref.shape, values(ob), ref, 0.0, {})
+        return matches_values(ref.shape, values(ob), ref, 0.0)
                << " (min_channels " << shape_string(s) << ")";
     }
     if (kind == "softmax") {
@@ -444,7 +399,7 @@ std::vector<float> values(const Buffer<float> &b) {
         const HostTensor ref = reference::softmax_channels(host(in));
         Buffer<float> ib = to_buffer(in), ob = empty_buffer(s);
         if (int rc = fusedconv_block_softmax(ib, ob)) return halide_failed(rc, kind);
-        return within(s, values(ob), ref, 2e-6, {})
+        return matches_values(s, values(ob), ref, 2e-6)
                << " (softmax " << shape_string(s) << " scale " << scale << ")";
     }
     if (kind == "groupnorm") {
@@ -485,7 +440,7 @@ std::vector<float> values(const Buffer<float> &b) {
                 extra[idx] = 8.0 * kU * std::abs(mean) * std::abs(g.values[ch]) / std::sqrt(var + eps);
             }
         }
-        return within(s, values(ob), ref, 1e-4, extra)
+        return matches_values(s, values(ob), ref, 1e-4, 0.0, extra)
                << " (groupnorm " << shape_string(s) << " groups " << groups << " eps " << eps
                << " offset " << offset << ")";
     }
@@ -501,7 +456,7 @@ std::vector<float> values(const Buffer<float> &b) {
         }
         HostTensor ref = host(in);
         for (double &v : ref.values) v = std::tanh(v);
-        return within({count}, values(ob), ref, 1e-6, {}) << " (tanh of " << count << ")";
+        return matches_values({count}, values(ob), ref, 1e-6) << " (tanh of " << count << ")";
     }
     const float min_value = uniform(rng, -2.0f, 2.0f);
     const float lo = uniform(rng, -3.0f, 2.0f), hi = uniform(rng, -2.0f, 3.0f);  // lo > hi too

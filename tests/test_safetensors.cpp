@@ -1,6 +1,8 @@
 // safetensors interchange: round trips, dtype conversion, state_dicts of the
 // four models, and one test per kind of malformed file (each must be a
 // fusedconv::Error naming the file and the problem, never a crash).
+#include "test_util.h"
+
 #include "fusedconv/error.h"
 #include "fusedconv/models.h"
 #include "fusedconv/safetensors.h"
@@ -26,6 +28,7 @@
 namespace {
 
 using namespace fusedconv;
+using fusedconv::testutil::throws_error;
 using json = nlohmann::json;
 using State = std::map<std::string, Tensor>;
 
@@ -94,26 +97,6 @@ Tensor random_tensor(const Shape &shape, uint64_t seed, float lo = -1.0f, float 
         }
     }
     return ::testing::AssertionSuccess();
-}
-
-// `fn` throws a fusedconv::Error whose message contains every fragment.
-::testing::AssertionResult throws_error(const std::function<void()> &fn,
-                                        const std::vector<std::string> &fragments) {
-    try {
-        fn();
-    } catch (const Error &e) {
-        const std::string msg = e.what();
-        for (const std::string &f : fragments) {
-            if (msg.find(f) == std::string::npos) {
-                return ::testing::AssertionFailure()
-                       << "message \"" << msg << "\" does not mention \"" << f << "\"";
-            }
-        }
-        return ::testing::AssertionSuccess() << msg;
-    } catch (const std::exception &e) {
-        return ::testing::AssertionFailure() << "not a fusedconv::Error: " << e.what();
-    }
-    return ::testing::AssertionFailure() << "no error";
 }
 
 // Loading a file of `bytes` fails with an Error naming the file and the problem.

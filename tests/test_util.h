@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <initializer_list>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -74,11 +73,12 @@ inline std::string index_string(const Shape &shape, int64_t i) {
 // Every element of `got` against the float64 reference: NaN exactly where
 // the reference is NaN, infinities equal (same sign), and otherwise
 // |got - ref| <= atol + rtol * max(1, |ref|) (relative above 1, absolute
-// below). Reports the first mismatch by index, the number of mismatches and
+// below), plus extra[i] per element when `extra` is given. Reports the first mismatch by index, the number of mismatches and
 // the largest finite error.
 inline ::testing::AssertionResult matches_values(const Shape &shape, const std::vector<float> &got,
                                                  const HostTensor &ref, double rtol,
-                                                 double atol = 0.0) {
+                                                 double atol = 0.0,
+                                                 const std::vector<double> &extra = {}) {
     if (shape != ref.shape) {
         return ::testing::AssertionFailure()
                << "shape " << shape_string(shape) << " vs reference " << shape_string(ref.shape);
@@ -95,7 +95,7 @@ inline ::testing::AssertionResult matches_values(const Shape &shape, const std::
         } else {
             const double err = std::abs(g - r);
             worst = std::max(worst, err / std::max(1.0, std::abs(r)));
-            ok = err <= atol + rtol * std::max(1.0, std::abs(r));
+            ok = err <= atol + rtol * std::max(1.0, std::abs(r)) + (extra.empty() ? 0.0 : extra[i]);
         }
         if (!ok) {
             if (first < 0) first = static_cast<int64_t>(i);
@@ -115,11 +115,31 @@ inline ::testing::AssertionResult matches(const Tensor &got, const HostTensor &r
     return matches_values(got.shape(), got.to_vector(), ref, rtol, atol);
 }
 
+// float32 unit roundoff, 2^-24.
+constexpr double kU = 1.0 / (1 << 24);
+
+// Per element of conv(x, w, b): the float32 rounding bound of a sum of
+// n = Cin * k^d + 1 products accumulated in any order, n * kU * conv(|x|,
+// |w|, |b|).
+inline std::vector<double> conv_eps(const HostTensor &x, const HostTensor &w, const HostTensor &b) {
+    auto absolute = [](HostTensor t) {
+        for (double &v : t.values) v = std::abs(v);
+        return t;
+    };
+    const HostTensor a = reference::conv(absolute(x), absolute(w), absolute(b));
+    double n_terms = 1;
+    for (size_t d = 1; d < w.shape.size(); ++d) n_terms *= static_cast<double>(w.shape[d]);
+    n_terms += 1;
+    std::vector<double> eps(a.values.size());
+    for (size_t i = 0; i < eps.size(); ++i) eps[i] = n_terms * kU * a.values[i];
+    return eps;
+}
+
 // Runs `f`; success when it throws fusedconv::Error whose message contains
 // every one of `keywords`. Anything else (no exception, another exception
 // type, a message missing a keyword) fails with what happened.
 template <class F>
-::testing::AssertionResult throws_error(F &&f, std::initializer_list<std::string> keywords) {
+::testing::AssertionResult throws_error(F &&f, const std::vector<std::string> &keywords) {
     try {
         f();
     } catch (const Error &e) {
