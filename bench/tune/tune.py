@@ -31,6 +31,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench"))
+import results_io  # noqa: E402  (bench/results_io.py: standard library only)
 SPACE_FILE = REPO / "schedules" / "search_space.json"
 TUNED_DIR = REPO / "schedules" / "tuned"
 DEFAULT_WORK = REPO / "build-tune"
@@ -912,9 +914,8 @@ def ingest_records(st, space, records):
 
 
 def slug(name):
-    """bench/results.cpp device_slug: lowercase, runs of other characters -> '-'."""
-    s = re.sub(r"[^a-z0-9]+", "-", (name or "").lower()).strip("-")
-    return s or "unknown-device"
+    """The results files' device slug (bench/results_io.py, bench/results.cpp)."""
+    return results_io.slug(name or "")
 
 
 def r4(x):
