@@ -46,10 +46,10 @@ void gpu(P24Pipeline &p, const P24Params &t) {
     const int gx = t.gpu_pixel_groups_x, gy = t.gpu_pixel_groups_y;
     const int threads = groups * gx * gy;
     if (tx % gx != 0 || ty % gy != 0 || threads > 1024) {
-        throw CompileError("p24 GPU schedule: a " + std::to_string(tx) + " x " + std::to_string(ty) +
-                           " tile cannot split into " + std::to_string(gx) + " x " +
-                           std::to_string(gy) + " pixel groups, or " + std::to_string(threads) +
-                           " threads per block are more than 1024");
+        throw CompileError("p24 GPU schedule: a " + std::to_string(tx) + " x " +
+                           std::to_string(ty) + " tile cannot split into " + std::to_string(gx) +
+                           " x " + std::to_string(gy) + " pixel groups, or " +
+                           std::to_string(threads) + " threads per block are more than 1024");
     }
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), pix("pix"), pixo("pixo"), pixl("pixl");
     Func out = p.output;

@@ -16,7 +16,8 @@ struct P24Params {
     // channels_per_thread channels of (tile_x / pixel_groups_x) x (tile_y /
     // pixel_groups_y) pixels, whose conv at one depth it keeps in registers.
     // The tile's depth-min of every output channel is in shared memory
-    // (4 * Cout * tile_x * tile_y bytes, at most 48 KB: Cout <= 204 at 10x6).
+    // (4 * Cout * tile_x * tile_y bytes, at most 48 KB: about 200 channels at
+    // 10x6; past that the launch fails, and the runtime says why).
     Halide::GeneratorParam<int> gpu_channel_groups{"gpu_channel_groups", 8};
     Halide::GeneratorParam<int> gpu_channels_per_thread{"gpu_channels_per_thread", 3};
     Halide::GeneratorParam<int> gpu_pixel_groups_x{"gpu_pixel_groups_x", 2};

@@ -642,7 +642,8 @@ TEST(GpuLimits, P24WithMoreChannelsThanSharedMemoryFailsCleanly) {
     // The GPU stays usable afterwards, at a size that fits.
     Conv3dMinSoftmax small(3, 24, 3, 2, DeviceChoice::GPU, 42);
     EXPECT_TRUE(matches(small.forward(in.to(Device::GPU)),
-                        reference::p24(host(in), host(small.conv_weight()), host(small.conv_bias()))));
+                        reference::p24(host(in), host(small.conv_weight()),
+                                       host(small.conv_bias()))));
 }
 
 }  // namespace

@@ -73,8 +73,8 @@ inline std::string index_string(const Shape &shape, int64_t i) {
 // Every element of `got` against the float64 reference: NaN exactly where
 // the reference is NaN, infinities equal (same sign), and otherwise
 // |got - ref| <= atol + rtol * max(1, |ref|) (relative above 1, absolute
-// below), plus extra[i] per element when `extra` is given. Reports the first mismatch by index, the number of mismatches and
-// the largest finite error.
+// below), plus extra[i] per element when `extra` is given. Reports the first
+// mismatch by index, the number of mismatches and the largest finite error.
 inline ::testing::AssertionResult matches_values(const Shape &shape, const std::vector<float> &got,
                                                  const HostTensor &ref, double rtol,
                                                  double atol = 0.0,

@@ -44,8 +44,9 @@ void Conv3dMinSoftmax::forward_into(const Tensor &input, Tensor &output) {
     check_output(input, output, output_shape(input.shape()));
     auto fn = device_ == Device::GPU ? fusedconv_p24_cuda : fusedconv_p24_cpu;
     try {
-        detail::check_halide(fn(input.raw(), weight_.raw(), bias_.raw(), output.raw()),
-                             std::string(kName) + " forward on input " + shape_string(input.shape()));
+        detail::check_halide(
+            fn(input.raw(), weight_.raw(), bias_.raw(), output.raw()),
+            std::string(kName) + " forward on input " + shape_string(input.shape()));
     } catch (const Error &e) {
         // The GPU schedule keeps a block's depth-min of every output channel
         // in shared memory (schedules/p24_schedule.h), at most 48 KB a block;

@@ -28,7 +28,8 @@ void validate_shape(const Shape &shape) {
     const int64_t count = detail::bounded_numel(shape);
     if (count == 0) throw Error("tensor shape " + shape_string(shape) + " has a non-positive size");
     if (count < 0) {
-        throw Error("tensor shape " + shape_string(shape) + " has " + detail::past_indexing_limit());
+        throw Error("tensor shape " + shape_string(shape) + " has " +
+                    detail::past_indexing_limit());
     }
 }
 
