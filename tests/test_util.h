@@ -83,6 +83,10 @@ inline ::testing::AssertionResult matches_values(const Shape &shape, const std::
         return ::testing::AssertionFailure()
                << "shape " << shape_string(shape) << " vs reference " << shape_string(ref.shape);
     }
+    if (!extra.empty() && extra.size() != got.size()) {
+        return ::testing::AssertionFailure() << extra.size() << " extra tolerances for "
+                                             << got.size() << " elements";
+    }
     int64_t bad = 0, first = -1;
     double worst = 0;
     for (size_t i = 0; i < got.size(); ++i) {
