@@ -129,7 +129,11 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     // The kernel was compute-bound (ncu: SM throughput 76%, 0.45 ms) while
     // the dropout survivors' v / (1 - p) was an IEEE float32 division; with
     // the exact double-precision form in blocks.cpp it takes 0.34 ms (H200;
-    // SM throughput 61%, memory 54%).
+    // SM throughput 61%, memory 54%). Vectorizing it along x by 2 or 4
+    // (the kept conv's rows padded to a multiple, so loads could be vectors)
+    // measured slower: 1.25 / 1.52 ms against 1.18 (H200, one run; ncu: 7%
+    // and 135% more instructions, the 62-wide rows falling into the guarded
+    // scalar tail).
     Func out = p.output;
     out.tile(v.x, v.y, xo, yo, xi, yi, t.gpu_tile_x, t.gpu_tile_y, TailStrategy::GuardWithIf)
         .fuse(v.c, v.n, cn)
