@@ -59,15 +59,6 @@ Timing time_runs(const std::function<void()> &run, int warmup, int reps) {
     return tools::time_runs(run, synchronize, warmup, reps);
 }
 
-// The model of a problem at its KernelBench init arguments (seeded init).
-std::unique_ptr<Model> make_model(const Problem &p) {
-    const DeviceChoice gpu = DeviceChoice::GPU;
-    if (p.id == "p24") return std::make_unique<Conv3dMinSoftmax>(3, 24, 3, 2, gpu, 0);
-    if (p.id == "p25") return std::make_unique<Conv2dMinTanhTanh>(16, 64, 3, gpu, 0);
-    if (p.id == "p32") return std::make_unique<Conv2dScaleMin>(64, 128, 3, 2.0f, gpu, 0);
-    return std::make_unique<Conv3dGroupNormMinClampDropout>(3, 16, 3, 8, 0.0f, 1.0f, 0.2f, gpu, 0);
-}
-
 const Tensor &weight_of(const Model &m) {
     if (auto *x = dynamic_cast<const Conv3dMinSoftmax *>(&m)) return x->conv_weight();
     if (auto *x = dynamic_cast<const Conv2dMinTanhTanh *>(&m)) return x->conv_weight();
@@ -128,7 +119,7 @@ public:
         release_cached_gpu_memory();
         size_t free0 = 0, total = 0;
         gpu_memory(&free0, &total);
-        std::unique_ptr<Model> model = make_model(p);
+        std::unique_ptr<Model> model = tools::kernelbench_model(p.id, DeviceChoice::GPU);
         Tensor host_in = tools::uniform_input(shape, 1000 + shape[0]);
         Tensor in = host_in.to(Device::GPU);
         Shape out_shape = model->output_shape(shape);

@@ -87,23 +87,14 @@ class Problem {
 public:
     Problem(const bench::Problem &p, const Shape &shape, Device device) : device_(device) {
         const DeviceChoice gpu = device == Device::GPU ? DeviceChoice::GPU : DeviceChoice::CPU;
-        Model *model = nullptr;
-        if (p.id == "p24") {
-            m24_ = std::make_unique<Conv3dMinSoftmax>(3, 24, 3, 2, gpu, 0);
-            model = m24_.get();
-        } else if (p.id == "p25") {
-            m25_ = std::make_unique<Conv2dMinTanhTanh>(16, 64, 3, gpu, 0);
-            model = m25_.get();
-        } else if (p.id == "p32") {
-            m32_ = std::make_unique<Conv2dScaleMin>(64, 128, 3, 2.0f, gpu, 0);
-            model = m32_.get();
-        } else {
-            // Training mode, as a fresh PyTorch module: every library gets
-            // the same dropout seed, so the masks are identical.
-            m83_ = std::make_unique<Conv3dGroupNormMinClampDropout>(3, 16, 3, 8, 0.0f, 1.0f, 0.2f,
-                                                                    gpu, 0);
-            model = m83_.get();
-        }
+        // p83 in training mode, as a fresh PyTorch module: every library gets
+        // the same dropout seed, so the masks are identical.
+        model_ = tools::kernelbench_model(p.id, gpu);
+        Model *model = model_.get();
+        m24_ = dynamic_cast<Conv3dMinSoftmax *>(model);
+        m25_ = dynamic_cast<Conv2dMinTanhTanh *>(model);
+        m32_ = dynamic_cast<Conv2dScaleMin *>(model);
+        m83_ = dynamic_cast<Conv3dGroupNormMinClampDropout *>(model);
         input_ = tools::uniform_input(shape, 1000 + shape[0]).to(device);  // as fusedconv_bench
         sentinel_ = Tensor::empty(model->output_shape(shape), Device::CPU);
         std::fill(sentinel_.data(), sentinel_.data() + sentinel_.numel(),
@@ -137,10 +128,12 @@ public:
 
 private:
     Device device_;
-    std::unique_ptr<Conv3dMinSoftmax> m24_;
-    std::unique_ptr<Conv2dMinTanhTanh> m25_;
-    std::unique_ptr<Conv2dScaleMin> m32_;
-    std::unique_ptr<Conv3dGroupNormMinClampDropout> m83_;
+    std::unique_ptr<Model> model_;
+    // model_ as its own class: the one that matches, the others null.
+    Conv3dMinSoftmax *m24_ = nullptr;
+    Conv2dMinTanhTanh *m25_ = nullptr;
+    Conv2dScaleMin *m32_ = nullptr;
+    Conv3dGroupNormMinClampDropout *m83_ = nullptr;
     Tensor input_, sentinel_;
 };
 

@@ -1,5 +1,7 @@
 #include "run_tools.h"
 
+#include "fusedconv/error.h"
+
 #include <algorithm>
 #include <chrono>
 #include <random>
@@ -44,6 +46,18 @@ Timing time_runs(const std::function<void()> &run, const std::function<void()> &
     t.median_ms = median(t.times_ms);
     t.min_ms = t.times_ms.empty() ? 0 : *std::min_element(t.times_ms.begin(), t.times_ms.end());
     return t;
+}
+
+std::unique_ptr<Model> kernelbench_model(const std::string &id, DeviceChoice device,
+                                         uint64_t seed) {
+    if (id == "p24") return std::make_unique<Conv3dMinSoftmax>(3, 24, 3, 2, device, seed);
+    if (id == "p25") return std::make_unique<Conv2dMinTanhTanh>(16, 64, 3, device, seed);
+    if (id == "p32") return std::make_unique<Conv2dScaleMin>(64, 128, 3, 2.0f, device, seed);
+    if (id == "p83") {
+        return std::make_unique<Conv3dGroupNormMinClampDropout>(3, 16, 3, 8, 0.0f, 1.0f, 0.2f,
+                                                                device, seed);
+    }
+    throw Error("no KernelBench model named '" + id + "' (p24, p25, p32, p83)");
 }
 
 Tensor uniform_input(const Shape &shape, uint64_t seed) {

@@ -1,13 +1,16 @@
 // Helpers shared by the programs that run the models (the CLI, the benchmark
-// harness and the tuning binary): list arguments, timing, seeded inputs and
-// float64 copies for the reference checks.
+// harness and the tuning binary): list arguments, timing, the models at their
+// KernelBench init arguments, seeded inputs and float64 copies for the
+// reference checks.
 #pragma once
 
+#include "fusedconv/models.h"
 #include "fusedconv/tensor.h"
 #include "reference.h"
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,6 +34,12 @@ double median(std::vector<double> ms);
 // (cut_short): a candidate far slower than the default is not worth the time.
 Timing time_runs(const std::function<void()> &run, const std::function<void()> &sync, int warmup,
                  int reps, double cutoff_ms = 0, int cutoff_after = 3);
+
+// Model `id` (p24, p25, p32 or p83) with the init arguments of the KernelBench
+// problem of that name (PROBLEMS.md) and the seeded default parameter init;
+// p83 in training mode. Throws Error for another id.
+std::unique_ptr<Model> kernelbench_model(const std::string &id, DeviceChoice device,
+                                         uint64_t seed = 0);
 
 // A host tensor of U[0, 1) values (torch.rand, as KernelBench draws inputs)
 // from a std::mt19937_64 seeded with `seed`.
