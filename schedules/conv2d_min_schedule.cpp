@@ -80,10 +80,20 @@ void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
         .gpu_threads(pixl);
 
     // One round of 32 channels: computed in registers (lane = channel), then
-    // copied to shared memory for the min.
+    // copied to shared memory for the min, channels innermost so the lanes
+    // write consecutive words.
     Func conv = p.conv.f;
     Func round = conv.in();
-    channel_tile_in_shared(round, LoopLevel(mn, rk), tx, ty);
+    round.compute_at(mn, rk)
+        .store_in(MemoryType::GPUShared)
+        .bound_extent(v.x, tx)
+        .bound_extent(v.y, ty)
+        .bound_extent(v.c, lanes)
+        .reorder_storage(v.c, v.x, v.y, v.n)
+        .reorder(v.x, v.y, v.c, v.n)
+        .gpu_lanes(v.c)
+        .unroll(v.x)
+        .unroll(v.y);
     conv.compute_at(mn, rk)
         .store_in(MemoryType::Register)
         .reorder(v.x, v.y, v.c, v.n)

@@ -19,18 +19,4 @@ void unrolled_over_warp(Func f, const Expr &fast, const std::vector<Var> &dims,
     s.gpu_threads(fl);
 }
 
-void channel_tile_in_shared(Func f, const LoopLevel &at, int tile_x, int tile_y) {
-    Var x("x"), y("y"), c("c"), n("n");  // the pure Var names of blocks::V
-    f.compute_at(at)
-        .store_in(MemoryType::GPUShared)
-        .bound_extent(x, tile_x)
-        .bound_extent(y, tile_y)
-        .bound_extent(c, kWarpLanes)
-        .reorder_storage(c, x, y, n)
-        .reorder(x, y, c, n)
-        .gpu_lanes(c)
-        .unroll(x)
-        .unroll(y);
-}
-
 }  // namespace fusedconv::schedules

@@ -20,9 +20,4 @@ void unrolled_over_warp(Halide::Func f, const Halide::Expr &fast,
                         const std::vector<Halide::Var> &dims,
                         const std::vector<Halide::VarOrRVar> &inner = {});
 
-// A tile_x x tile_y x 32-channel block of f(x, y, c, n) in shared memory,
-// computed at `at`: channels innermost in storage, so the 32 lanes (one per
-// channel) touch consecutive words; each lane's pixels unrolled.
-void channel_tile_in_shared(Halide::Func f, const Halide::LoopLevel &at, int tile_x, int tile_y);
-
 }  // namespace fusedconv::schedules

@@ -670,16 +670,14 @@ def plan_round(st, space, libs, cap, seed, grid_max, top, explore, shapes, drop_
 
 
 def cmd_round(args):
-    space = load_space(args.space)
+    space, state_path, st = open_work(args)
     errors, warnings = check_space_against_headers(space)
     for w in warnings:
         log("warning: " + w)
     if errors:
         raise TuneError("search space does not match the schedules:\n  " + "\n  ".join(errors))
-    work = Path(args.work).resolve()
-    state_path = work / "state.json"
-    st = load_state(state_path) or new_state(args.seed, "cpu" if args.smoke_cpu else "gpu")
-    check_state_params(st, space, state_path)
+    work = state_path.parent
+    st = st or new_state(args.seed, "cpu" if args.smoke_cpu else "gpu")
     if st.get("target", "gpu") != ("cpu" if args.smoke_cpu else "gpu"):
         raise TuneError(f"{state_path} is a {'--smoke-cpu' if st.get('target') == 'cpu' else 'GPU'} "
                         f"tuning state; use another --work directory")
