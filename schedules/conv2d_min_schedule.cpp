@@ -36,7 +36,19 @@ void block_channels(Conv2dMinPipeline &p, int block) {
 // use gpu_threads over the same 32 threads, because Halide 14 inserts no
 // barriers at all in a kernel whose thread loops are all gpu_lanes.
 // Measured 2026-11-21, NVIDIA H200, default shapes, 16x8 tile, chunk 4:
-// p25 5.61 ms, p32 16.54 ms (37 TFLOP/s; ncu: FMA pipe 60% busy).
+// p25 4.48 ms, p32 15.75 ms (chunk 8: 4.83 / 15.34); ncu (p25): FMA pipe
+// 56% busy, 80% of the instructions FFMA, 8 warps per SM (254 registers).
+// Before the round's pixels were padded to 33 words (below): p25 5.61 ms,
+// p32 16.54 (572M shared-memory bank conflicts in p25, 52M after).
+// Other layouts, measured and not kept (same runs, p25 / p32 ms):
+//  - 2 channels per lane (64 per round; 8x8 tile 6.29 / 18.48 with chunk
+//    8, 16x4 6.58 / 19.87, 8x4 6.82 / 20.89); 4 per lane (8x4) 14.5 / 29.5;
+//    with the padding, 8x8 chunk 8: 5.25 / 17.68. 255 registers, spills.
+//  - multi-warp blocks of 8 channel groups x 4x4 pixel groups, each thread
+//    an outer product of 8 channels x 4x2 pixels in registers, input and
+//    weights read through L1 (like p24): 11.42 / 41.29; with a
+//    channel-innermost copy of the weights (16-byte loads) 6.15 / 21.61;
+//    8x2 pixels per thread 7.67 / 25.96; 16 groups x 4 channels 22.1 / 81.2.
 // Winograd F(4x4, 3x3) alternatives, both slower, kept on branches:
 //  - one warp, a lane per output channel (winograd-lane-layout-experiment):
 //    p25 7.13 ms, p32 21.1 ms;
@@ -81,7 +93,9 @@ void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
 
     // One round of 32 channels: computed in registers (lane = channel), then
     // copied to shared memory for the min, channels innermost so the lanes
-    // write consecutive words.
+    // write consecutive words. Each pixel's 32 channels are padded to 33
+    // words: the fold reads one channel of 32 pixels at a time, 32-way bank
+    // conflicts at a stride of 32 words, none at 33.
     Func conv = p.conv.f;
     Func round = conv.in();
     round.compute_at(mn, rk)
@@ -90,6 +104,7 @@ void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
         .bound_extent(v.y, ty)
         .bound_extent(v.c, lanes)
         .reorder_storage(v.c, v.x, v.y, v.n)
+        .align_storage(v.c, lanes + 1)
         .reorder(v.x, v.y, v.c, v.n)
         .gpu_lanes(v.c)
         .unroll(v.x)

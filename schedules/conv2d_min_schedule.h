@@ -10,7 +10,8 @@ struct Conv2dMinParams {
     // GPU: output pixels per block (one warp); each lane holds the tile's
     // convolution for one channel in registers (tile_x * tile_y of them).
     // tile_x * tile_y must be a multiple of 32.
-    // Measured (NVIDIA H200, default shapes, p25 / p32 ms): 16x8 chunk 4:
+    // Measured (NVIDIA H200, default shapes, p25 / p32 ms), before the
+    // round's padding (conv2d_min_schedule.cpp): 16x8 chunk 4:
     // 5.62 / 16.5; 32x4 chunk 4: 5.74 / 17.2; 8x8 chunk 8: 5.99 / 18.2;
     // 16x4 chunk 8: 6.05 / 18.5; 8x8 chunk 4: 6.10 / 19.3; 8x4 chunk 8:
     // 7.10 / 22.9.
