@@ -59,19 +59,6 @@ Timing time_runs(const std::function<void()> &run, int warmup, int reps) {
     return tools::time_runs(run, synchronize, warmup, reps);
 }
 
-const Tensor &weight_of(const Model &m) {
-    if (auto *x = dynamic_cast<const Conv3dMinSoftmax *>(&m)) return x->conv_weight();
-    if (auto *x = dynamic_cast<const Conv2dMinTanhTanh *>(&m)) return x->conv_weight();
-    if (auto *x = dynamic_cast<const Conv2dScaleMin *>(&m)) return x->conv_weight();
-    return dynamic_cast<const Conv3dGroupNormMinClampDropout &>(m).conv_weight();
-}
-const Tensor &bias_of(const Model &m) {
-    if (auto *x = dynamic_cast<const Conv3dMinSoftmax *>(&m)) return x->conv_bias();
-    if (auto *x = dynamic_cast<const Conv2dMinTanhTanh *>(&m)) return x->conv_bias();
-    if (auto *x = dynamic_cast<const Conv2dScaleMin *>(&m)) return x->conv_bias();
-    return dynamic_cast<const Conv3dGroupNormMinClampDropout &>(m).conv_bias();
-}
-
 reference::P83Args p83_args(const Conv3dGroupNormMinClampDropout &m) {
     return {m.groups(), m.eps(), m.min_value(), m.clamp_min(), m.clamp_max(),
             m.dropout_p(), m.training(), m.dropout_seed()};
@@ -80,7 +67,7 @@ reference::P83Args p83_args(const Conv3dGroupNormMinClampDropout &m) {
 // Float64 check of one output on sampled positions.
 reference::SampleReport check(const Problem &p, const Model &m, const HostTensor &in,
                               const std::vector<float> &out, const Shape &out_shape, int samples) {
-    HostTensor w = host_copy(weight_of(m)), b = host_copy(bias_of(m));
+    HostTensor w = host_copy(m.conv_weight()), b = host_copy(m.conv_bias());
     if (p.id == "p24") return reference::check_p24(in, w, b, out.data(), out_shape, samples, 24);
     if (p.id == "p25") return reference::check_p25(in, w, b, out.data(), out_shape, samples, 25);
     if (p.id == "p32") {
@@ -149,7 +136,7 @@ public:
             std::unique_ptr<EagerModel> eager = make_eager(p, *model, in, eager_out, math);
             Timing t = time_runs([&] { eager->run(); }, o_.warmup, o_.reps);
             std::vector<float> got = eager_out.to_vector();
-            double params = 4.0 * (weight_of(*model).numel() + bias_of(*model).numel());
+            double params = 4.0 * (model->conv_weight().numel() + model->conv_bias().numel());
             double peak = double(eager->device_bytes()) + 4.0 * (in.numel() + eager_out.numel()) + params;
             add(p, shape, system, t, check(p, *model, hin, got, out_shape, o_.samples),
                 halide_out.empty() ? -1 : max_abs_diff(got, halide_out), peak, flops, bytes,
@@ -199,7 +186,7 @@ private:
         auto dev = [](const Tensor &t) { return static_cast<const float *>(t.device_data()); };
         float *o = static_cast<float *>(out.device_data());
         const Shape &s = in.shape();
-        const float *w = dev(weight_of(m)), *b = dev(bias_of(m));
+        const float *w = dev(m.conv_weight()), *b = dev(m.conv_bias());
         if (p.id == "p24") return make_p24(dev(in), s, w, b, p.cout, p.k, o, math);
         if (p.id == "p25") return make_p25(dev(in), s, w, b, p.cout, p.k, o, math);
         if (p.id == "p32") {

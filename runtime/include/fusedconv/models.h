@@ -16,11 +16,15 @@
 
 namespace fusedconv {
 
-// Shared by the four models: device, parameters by name, output shape.
+// Shared by the four models: device, the convolution's parameters, output
+// shape.
 class Model {
 public:
     virtual ~Model() = default;
     Device device() const { return device_; }
+    // The convolution's weight (PyTorch layout) and bias, on device().
+    const Tensor &conv_weight() const { return weight_; }
+    const Tensor &conv_bias() const { return bias_; }
     // Output shape for an input shape; throws Error naming the mismatch (also
     // when the output would be past Halide's 32-bit indexing, 2^31 - 1 bytes,
     // as with more output than input channels).
@@ -42,6 +46,7 @@ protected:
     // its shape is checked against `expected`.
     Tensor adopt(const Tensor &value, const Shape &expected, const char *name) const;
     Device device_;
+    Tensor weight_, bias_;  // set by each model's constructor and set_parameters
 };
 
 // p24: Conv3d(in, out, k) -> torch.min(x, dim)[0] -> softmax(dim=1).
@@ -51,14 +56,11 @@ public:
     Conv3dMinSoftmax(int in_channels, int out_channels, int kernel_size, int dim = 2,
                      DeviceChoice device = DeviceChoice::Auto, uint64_t seed = 0);
     void set_parameters(const Tensor &conv_weight, const Tensor &conv_bias);
-    const Tensor &conv_weight() const { return weight_; }
-    const Tensor &conv_bias() const { return bias_; }
     Shape output_shape(const Shape &input_shape) const override;
     void forward_into(const Tensor &input, Tensor &output) override;
 
 private:
     int in_channels_, out_channels_, kernel_size_;
-    Tensor weight_, bias_;
 };
 
 // p32: Conv2d(in, out, k) -> x * scale_factor -> torch.min(x, dim=1, keepdim=True)[0].
@@ -69,15 +71,12 @@ public:
     void set_parameters(const Tensor &conv_weight, const Tensor &conv_bias);
     void set_scale_factor(float scale_factor);
     float scale_factor() const { return scale_; }
-    const Tensor &conv_weight() const { return weight_; }
-    const Tensor &conv_bias() const { return bias_; }
     Shape output_shape(const Shape &input_shape) const override;
     void forward_into(const Tensor &input, Tensor &output) override;
 
 private:
     int in_channels_, out_channels_, kernel_size_;
     float scale_;
-    Tensor weight_, bias_;
 };
 
 // p25: Conv2d(in, out, k) -> torch.min(x, dim=1, keepdim=True)[0] -> tanh -> tanh.
@@ -86,14 +85,11 @@ public:
     Conv2dMinTanhTanh(int in_channels, int out_channels, int kernel_size,
                       DeviceChoice device = DeviceChoice::Auto, uint64_t seed = 0);
     void set_parameters(const Tensor &conv_weight, const Tensor &conv_bias);
-    const Tensor &conv_weight() const { return weight_; }
-    const Tensor &conv_bias() const { return bias_; }
     Shape output_shape(const Shape &input_shape) const override;
     void forward_into(const Tensor &input, Tensor &output) override;
 
 private:
     int in_channels_, out_channels_, kernel_size_;
-    Tensor weight_, bias_;
 };
 
 // p83: Conv3d(in, out, k) -> GroupNorm(groups, out) -> torch.min(x, min_value)
@@ -123,8 +119,6 @@ public:
     uint32_t dropout_seed() const { return dropout_seed_; }
     float eps() const { return eps_; }
     int groups() const { return groups_; }
-    const Tensor &conv_weight() const { return weight_; }
-    const Tensor &conv_bias() const { return bias_; }
     const Tensor &norm_weight() const { return gamma_; }
     const Tensor &norm_bias() const { return beta_; }
     Shape output_shape(const Shape &input_shape) const override;
@@ -135,7 +129,7 @@ private:
     float min_value_, clamp_lo_, clamp_hi_, p_, eps_ = 1e-5f;
     bool training_ = true;
     uint32_t dropout_seed_ = 0;
-    Tensor weight_, bias_, gamma_, beta_;
+    Tensor gamma_, beta_;
 };
 
 }  // namespace fusedconv
