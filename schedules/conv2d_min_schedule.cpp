@@ -35,11 +35,13 @@ void block_channels(Conv2dMinPipeline &p, int block) {
 // Only the conv is on gpu_lanes (a per-lane register array); the other stages
 // use gpu_threads over the same 32 threads, because Halide 14 inserts no
 // barriers at all in a kernel whose thread loops are all gpu_lanes.
-// Measured 2026-11-21, NVIDIA H200, default shapes, 16x8 tile, chunk 4:
-// p25 4.48 ms, p32 15.75 ms (chunk 8: 4.83 / 15.34); ncu (p25): FMA pipe
-// 56% busy, 80% of the instructions FFMA, 8 warps per SM (254 registers).
-// Before the round's pixels were padded to 33 words (below): p25 5.61 ms,
-// p32 16.54 (572M shared-memory bank conflicts in p25, 52M after).
+// Measured 2026-11-21, NVIDIA H200, default shapes: the defaults (16x6
+// tile, chunk 8) p25 4.45 ms, p32 15.16 ms (tune.py round; other tiles in
+// conv2d_min_schedule.h). 16x8 tile, chunk 4: p25 4.48, p32 15.75; ncu
+// (p25): FMA pipe 56% busy, 80% of the instructions FFMA, 8 warps per SM
+// (254 registers). Before the round's pixels were padded to 33 words
+// (below), 16x8 chunk 4: p25 5.61 ms, p32 16.54 (572M shared-memory bank
+// conflicts in p25, 52M after).
 // Other layouts, measured and not kept (same runs, p25 / p32 ms):
 //  - 2 channels per lane (64 per round; 8x8 tile 6.29 / 18.48 with chunk
 //    8, 16x4 6.58 / 19.87, 8x4 6.82 / 20.89); 4 per lane (8x4) 14.5 / 29.5;
