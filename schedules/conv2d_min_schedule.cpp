@@ -36,8 +36,10 @@ void block_channels(Conv2dMinPipeline &p, int block) {
 // use gpu_threads over the same 32 threads, because Halide 14 inserts no
 // barriers at all in a kernel whose thread loops are all gpu_lanes.
 // Measured 2026-11-21, NVIDIA H200, default shapes: the defaults (16x6
-// tile, chunk 8) p25 4.45 ms, p32 15.16 ms (tune.py round; other tiles in
-// conv2d_min_schedule.h). 16x8 tile, chunk 4: p25 4.48, p32 15.75; ncu
+// tile, chunk 8) p25 4.32 ms, p32 14.77 ms (41 TFLOP/s; ncu: FMA pipe 67%
+// busy); before the staged weights were padded (below) 4.45 / 15.16, the
+// tune.py round that chose them (other tiles in conv2d_min_schedule.h).
+// 16x8 tile, chunk 4, round padded: p25 4.48, p32 15.75; ncu
 // (p25): FMA pipe 56% busy, 80% of the instructions FFMA, 8 warps per SM
 // (254 registers). Before the round's pixels were padded to 33 words
 // (below), 16x8 chunk 4: p25 5.61 ms, p32 16.54 (572M shared-memory bank

@@ -10,7 +10,8 @@ struct Conv2dMinParams {
     // GPU: output pixels per block (one warp); each lane holds the tile's
     // convolution for one channel in registers (tile_x * tile_y of them).
     // tile_x * tile_y must be a multiple of 32.
-    // Measured (NVIDIA H200, default shapes, tune.py, 2026-11-21; p25 /
+    // Measured (NVIDIA H200, default shapes, tune.py, 2026-11-21, before
+    // the staged weights were padded, which took 3% off the defaults; p25 /
     // p32 ms): 16x6 chunk 8 (the defaults): 4.45 / 15.16; 16x8 chunk 4:
     // 4.48 / 15.75; 8x16 chunk 4: 4.45 / -; 16x8 chunk 8: 4.82 / 15.33;
     // 16x4 chunk 8: 4.97 / -; 8x8 chunk 4: 5.04 / 17.94; 32x4 chunk 8:
