@@ -53,15 +53,11 @@ struct Options {
 };
 
 using tools::host_copy;
+using tools::p83_args;
 using tools::Timing;
 
 Timing time_runs(const std::function<void()> &run, int warmup, int reps) {
     return tools::time_runs(run, synchronize, warmup, reps);
-}
-
-reference::P83Args p83_args(const Conv3dGroupNormMinClampDropout &m) {
-    return {m.groups(), m.eps(), m.min_value(), m.clamp_min(), m.clamp_max(),
-            m.dropout_p(), m.training(), m.dropout_seed()};
 }
 
 // Float64 check of one output on sampled positions.

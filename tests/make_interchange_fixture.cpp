@@ -14,6 +14,7 @@
 #include "fusedconv/models.h"
 #include "fusedconv/safetensors.h"
 #include "reference.h"
+#include "run_tools.h"
 
 #include <cmath>
 #include <cstdio>
@@ -43,10 +44,7 @@ std::map<std::string, Tensor> weights() {
 
 Tensor input() { return random_tensor(kInputShape, 1236, -1.0f, 1.0f); }
 
-reference::HostTensor host(const Tensor &t) {
-    std::vector<float> v = t.to_vector();
-    return reference::from_float(t.shape(), v.data());
-}
+using tools::host_copy;
 
 int write(const std::string &dir) {
     save_safetensors(dir + "/weights.safetensors", weights());
@@ -80,8 +78,8 @@ int check(const std::string &dir) {
         return 1;
     }
     std::map<std::string, Tensor> w = weights();
-    reference::HostTensor ref =
-        reference::p25(host(input()), host(w.at("conv.weight")), host(w.at("conv.bias")));
+    reference::HostTensor ref = reference::p25(host_copy(input()), host_copy(w.at("conv.weight")),
+                                               host_copy(w.at("conv.bias")));
     std::vector<float> g = got.to_vector(), e = expected.to_vector(), s = seeded.to_vector();
     double worst_lib = 0, worst_ref = 0, seeded_diff = 0;
     for (size_t i = 0; i < g.size(); ++i) {

@@ -631,8 +631,8 @@ TEST(GpuLimits, P24WithMoreChannelsThanSharedMemoryFailsCleanly) {
     Tensor in = random_tensor({1, 3, 4, 5, 6}, 41);
     try {
         Tensor out = m.forward(in.to(Device::GPU));
-        EXPECT_TRUE(matches(out, reference::p24(host(in), host(m.conv_weight()),
-                                                host(m.conv_bias()))));
+        EXPECT_TRUE(matches(out, reference::p24(host_copy(in), host_copy(m.conv_weight()),
+                                                host_copy(m.conv_bias()))));
     } catch (const Error &e) {
         const std::string what = e.what();
         EXPECT_NE(what.find("Conv3dMinSoftmax"), std::string::npos) << what;
@@ -642,8 +642,8 @@ TEST(GpuLimits, P24WithMoreChannelsThanSharedMemoryFailsCleanly) {
     // The GPU stays usable afterwards, at a size that fits.
     Conv3dMinSoftmax small(3, 24, 3, 2, DeviceChoice::GPU, 42);
     EXPECT_TRUE(matches(small.forward(in.to(Device::GPU)),
-                        reference::p24(host(in), host(small.conv_weight()),
-                                       host(small.conv_bias()))));
+                        reference::p24(host_copy(in), host_copy(small.conv_weight()),
+                                       host_copy(small.conv_bias()))));
 }
 
 }  // namespace

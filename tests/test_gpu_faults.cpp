@@ -47,20 +47,22 @@ std::vector<Pair> make_pairs() {
                  random_tensor({2, 3, 6, 17, 19}, 1),
                  [](const Model &m, const Tensor &in) {
                      auto &x = static_cast<const Conv3dMinSoftmax &>(m);
-                     return reference::p24(host(in), host(x.conv_weight()), host(x.conv_bias()));
+                     return reference::p24(host_copy(in), host_copy(x.conv_weight()),
+                                           host_copy(x.conv_bias()));
                  }});
     v.push_back({"p25", p25(DeviceChoice::GPU), p25(DeviceChoice::CPU),
                  random_tensor({2, 16, 21, 23}, 2),
                  [](const Model &m, const Tensor &in) {
                      auto &x = static_cast<const Conv2dMinTanhTanh &>(m);
-                     return reference::p25(host(in), host(x.conv_weight()), host(x.conv_bias()));
+                     return reference::p25(host_copy(in), host_copy(x.conv_weight()),
+                                           host_copy(x.conv_bias()));
                  }});
     v.push_back({"p32", p32(DeviceChoice::GPU), p32(DeviceChoice::CPU),
                  random_tensor({2, 8, 33, 29}, 3),
                  [](const Model &m, const Tensor &in) {
                      auto &x = static_cast<const Conv2dScaleMin &>(m);
-                     return reference::p32(host(in), host(x.conv_weight()), host(x.conv_bias()),
-                                           x.scale_factor());
+                     return reference::p32(host_copy(in), host_copy(x.conv_weight()),
+                                           host_copy(x.conv_bias()), x.scale_factor());
                  }});
     v.push_back({"p83", p83(DeviceChoice::GPU), p83(DeviceChoice::CPU),
                  random_tensor({2, 3, 6, 19, 17}, 4),
@@ -78,7 +80,7 @@ void check_all_models(std::vector<Pair> &pairs, const char *when) {
         Tensor out = p.gpu->forward(p.input.to(Device::GPU));
         ASSERT_EQ(out.device(), Device::GPU);
         EXPECT_TRUE(matches(out, p.reference(*p.gpu, p.input)));
-        const HostTensor cpu = host(p.cpu->forward(p.input));
+        const HostTensor cpu = host_copy(p.cpu->forward(p.input));
         EXPECT_TRUE(matches(out, cpu, 2e-5)) << "GPU against CPU";
     }
 }

@@ -111,8 +111,8 @@ TEST_P(Numerics, GroupNormWithLargeMeanMatchesFloat64) {
         const HostTensor ref = p83_reference(m, in);
 
         // The conv really is exact, and the group statistics as described.
-        const HostTensor conv = reference::conv(host(in), host(m.conv_weight()),
-                                                host(m.conv_bias()));
+        const HostTensor conv =
+            reference::conv(host_copy(in), host_copy(m.conv_weight()), host_copy(m.conv_bias()));
         const int64_t per_group = conv.numel() / (2 * groups);
         std::vector<double> tol(static_cast<size_t>(conv.numel()));
         const std::vector<float> g = gamma.to_vector();
@@ -179,8 +179,8 @@ TEST_P(Numerics, SoftmaxOfLargeExactValuesIsFiniteAndMatches) {
         m.set_parameters(dyadic_weight({cout, cin, k, k, k}, 21), dyadic_bias(cout, 22));
         Tensor in = dyadic_input({2, cin, 5, 9, 11}, offset, 23);
         Tensor out = m.forward(on_device(in));
-        const HostTensor ref = reference::p24(host(in), host(m.conv_weight()),
-                                              host(m.conv_bias()));
+        const HostTensor ref =
+            reference::p24(host_copy(in), host_copy(m.conv_weight()), host_copy(m.conv_bias()));
         EXPECT_TRUE(matches(out, ref, 0.0, 2e-6));
         const std::vector<float> v = out.to_vector();
         const int64_t hw = 7 * 9;
@@ -218,7 +218,8 @@ TEST_P(Numerics, SoftmaxOfLargeRandomConvValuesIsFiniteAndWithinTheConvError) {
         Conv3dMinSoftmax m(cin, cout, k, 2, choice(), 3);
         Tensor in = random_tensor({N, cin, D, H, W}, 31, -scale, scale);
         Tensor out = m.forward(on_device(in));
-        const HostTensor x = host(in), w = host(m.conv_weight()), b = host(m.conv_bias());
+        const HostTensor x = host_copy(in), w = host_copy(m.conv_weight()),
+                         b = host_copy(m.conv_bias());
         const HostTensor ref = reference::p24(x, w, b);
         // eps per output row (n, y, x): the largest bound over channels and
         // depth, from the convolution of |x| with |w| and |b|.
@@ -292,7 +293,8 @@ TEST_P(Numerics, InfinitiesInP25BehaveLikePyTorch) {
     Conv2dMinTanhTanh m(3, 5, 3, choice(), 41);
     Tensor in = random_tensor({2, 3, 9, 10}, 42);
     plant_infinities(in);
-    const HostTensor ref = reference::p25(host(in), host(m.conv_weight()), host(m.conv_bias()));
+    const HostTensor ref =
+        reference::p25(host_copy(in), host_copy(m.conv_weight()), host_copy(m.conv_bias()));
     const std::vector<float> got = m.forward(on_device(in)).to_vector();
     EXPECT_TRUE(matches_values(ref.shape, got, ref, 2e-5));
     EXPECT_GT(count_nan(ref), 0);  // inf - inf happened
@@ -308,8 +310,8 @@ TEST_P(Numerics, InfinitiesInP32BehaveLikePyTorchForEitherSignOfScale) {
         Conv2dScaleMin m(3, 5, 3, scale, choice(), 43);
         Tensor in = random_tensor({2, 3, 9, 10}, 44);
         plant_infinities(in);
-        const HostTensor ref =
-            reference::p32(host(in), host(m.conv_weight()), host(m.conv_bias()), scale);
+        const HostTensor ref = reference::p32(host_copy(in), host_copy(m.conv_weight()),
+                                              host_copy(m.conv_bias()), scale);
         const std::vector<float> got = m.forward(on_device(in)).to_vector();
         EXPECT_TRUE(matches_values(ref.shape, got, ref, 2e-5));
         EXPECT_GT(count_nan(ref), 0);
@@ -326,7 +328,8 @@ TEST_P(Numerics, InfinitiesInP24BehaveLikePyTorch) {
     Conv3dMinSoftmax m(3, 6, 2, 2, choice(), 45);
     Tensor in = random_tensor({2, 3, 4, 8, 9}, 46);
     plant_infinities(in);
-    const HostTensor ref = reference::p24(host(in), host(m.conv_weight()), host(m.conv_bias()));
+    const HostTensor ref =
+        reference::p24(host_copy(in), host_copy(m.conv_weight()), host_copy(m.conv_bias()));
     const std::vector<float> got = m.forward(on_device(in)).to_vector();
     EXPECT_TRUE(matches_values(ref.shape, got, ref, 2e-5));
     EXPECT_GT(std::count(ref.values.begin(), ref.values.end(), 0.0), 0);

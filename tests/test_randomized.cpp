@@ -186,7 +186,8 @@ std::string describe(const char *model, const Shape &in, int cout, int k) {
                     m.set_parameters(random_tensor({cout, cin, k, k, k}, rng, -0.5f, 0.5f),
                                      random_tensor({cout}, rng));
                 }
-                const HostTensor x = host(in), w = host(m.conv_weight()), b = host(m.conv_bias());
+                const HostTensor x = host_copy(in), w = host_copy(m.conv_weight()),
+                                 b = host_copy(m.conv_bias());
                 const HostTensor ref = reference::p24(x, w, b);
                 Tensor out = m.forward(in.to(device));
                 // eps per (n, y, x) row: the largest over channels and depth.
@@ -230,7 +231,8 @@ std::string describe(const char *model, const Shape &in, int cout, int k) {
                           m.min_value(), m.clamp_min(), m.clamp_max(), m.dropout_p(),
                           m.training() ? "training" : "eval", m.dropout_seed());
             what = describe("p83", in_shape, cout, k) + buf;
-            const HostTensor x = host(in), w = host(m.conv_weight()), b = host(m.conv_bias());
+            const HostTensor x = host_copy(in), w = host_copy(m.conv_weight()),
+                             b = host_copy(m.conv_bias());
             const HostTensor ref = p83_reference(m, in);
             Tensor out = m.forward(in.to(device));
             // 2 |gamma| eps / sqrt(var + eps_gn) per group, eps its largest conv bound.
@@ -275,13 +277,13 @@ std::string describe(const char *model, const Shape &in, int cout, int k) {
         Tensor b_own = random_tensor({cout}, rng);
         HostTensor ref;
         Tensor out;
-        HostTensor x = host(in), w, b;
+        HostTensor x = host_copy(in), w, b;
         double sensitivity = 1.0;
         if (kind == "p25") {
             what = describe("p25", in_shape, cout, k);
             Conv2dMinTanhTanh m(cin, cout, k, choice, model_seed);
             if (own_params) m.set_parameters(w_own, b_own);
-            w = host(m.conv_weight()), b = host(m.conv_bias());
+            w = host_copy(m.conv_weight()), b = host_copy(m.conv_bias());
             ref = reference::p25(x, w, b);
             out = m.forward(in.to(device));
         } else {
@@ -289,7 +291,7 @@ std::string describe(const char *model, const Shape &in, int cout, int k) {
             what = describe("p32", in_shape, cout, k) + " scale " + std::to_string(scale);
             Conv2dScaleMin m(cin, cout, k, scale, choice, model_seed);
             if (own_params) m.set_parameters(w_own, b_own);
-            w = host(m.conv_weight()), b = host(m.conv_bias());
+            w = host_copy(m.conv_weight()), b = host_copy(m.conv_bias());
             ref = reference::p32(x, w, b, scale);
             out = m.forward(in.to(device));
             sensitivity = std::abs(scale);
@@ -359,7 +361,7 @@ std::vector<float> values(const Buffer<float> &b) {
         }
         Tensor in = random_input(in_shape, rng);
         Tensor w = random_tensor(w_shape, rng, -0.5f, 0.5f), b = random_tensor({cout}, rng);
-        const HostTensor x = host(in), hw = host(w), hb = host(b);
+        const HostTensor x = host_copy(in), hw = host_copy(w), hb = host_copy(b);
         const HostTensor ref = reference::conv(x, hw, hb);
         Buffer<float> ib = to_buffer(in), wb = to_buffer(w), bb = to_buffer(b);
         Buffer<float> ob = empty_buffer(ref.shape);
@@ -374,7 +376,7 @@ std::vector<float> values(const Buffer<float> &b) {
         const Shape s = {n, c, uniform_int(rng, 1, 10), uniform_int(rng, 1, 10),
                          uniform_int(rng, 1, 10)};
         Tensor in = random_input(s, rng);
-        const HostTensor ref = reference::min_over_depth(host(in));
+        const HostTensor ref = reference::min_over_depth(host_copy(in));
         Buffer<float> ib = to_buffer(in), ob = empty_buffer(ref.shape);
         if (int rc = fusedconv_block_min_depth(ib, ob)) return halide_failed(rc, kind);
         return matches_values(ref.shape, values(ob), ref, 0.0)
@@ -383,7 +385,7 @@ std::vector<float> values(const Buffer<float> &b) {
     if (kind == "min_channels") {
         const Shape s = {n, c, uniform_int(rng, 1, 10), uniform_int(rng, 1, 10)};
         Tensor in = random_input(s, rng);
-        const HostTensor ref = reference::min_over_channels(host(in));  // (N, 1, H, W)
+        const HostTensor ref = reference::min_over_channels(host_copy(in));  // (N, 1, H, W)
         Buffer<float> ib = to_buffer(in);
         Buffer<float> ob(static_cast<int>(s[3]), static_cast<int>(s[2]), static_cast<int>(s[0]));
         if (int rc = fusedconv_block_min_channels(ib, ob)) return halide_failed(rc, kind);
@@ -396,7 +398,7 @@ std::vector<float> values(const Buffer<float> &b) {
         Tensor in = random_input(s, rng);
         const float scale = std::vector<float>{1.0f, 10.0f, 100.0f, 1e4f}[uniform_int(rng, 0, 3)];
         for (int64_t i = 0; i < in.numel(); ++i) in.data()[i] *= scale;
-        const HostTensor ref = reference::softmax_channels(host(in));
+        const HostTensor ref = reference::softmax_channels(host_copy(in));
         Buffer<float> ib = to_buffer(in), ob = empty_buffer(s);
         if (int rc = fusedconv_block_softmax(ib, ob)) return halide_failed(rc, kind);
         return matches_values(s, values(ob), ref, 2e-6)
@@ -415,8 +417,8 @@ std::vector<float> values(const Buffer<float> &b) {
         for (int64_t i = 0; i < in.numel(); ++i) in.data()[i] += offset;
         Tensor gamma = random_tensor({channels}, rng, -2.0f, 2.0f), beta = random_tensor({channels}, rng);
         const float eps = coin(rng) ? 1e-5f : uniform(rng, 1e-6f, 1e-2f);
-        const HostTensor x = host(in), g = host(gamma);
-        const HostTensor ref = reference::group_norm(x, groups, g, host(beta), eps);
+        const HostTensor x = host_copy(in), g = host_copy(gamma);
+        const HostTensor ref = reference::group_norm(x, groups, g, host_copy(beta), eps);
         Buffer<float> ib = to_buffer(in), gb = to_buffer(gamma), bb = to_buffer(beta);
         Buffer<float> ob = empty_buffer(s);
         if (int rc = fusedconv_block_groupnorm(ib, gb, bb, groups, eps, ob)) {
@@ -454,7 +456,7 @@ std::vector<float> values(const Buffer<float> &b) {
         if (int rc = fusedconv_block_elementwise(ib, 1, 0, 0, 0, 0, false, 0, ob)) {
             return halide_failed(rc, "elementwise (tanh)");
         }
-        HostTensor ref = host(in);
+        HostTensor ref = host_copy(in);
         for (double &v : ref.values) v = std::tanh(v);
         return matches_values({count}, values(ob), ref, 1e-6) << " (tanh of " << count << ")";
     }

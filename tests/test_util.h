@@ -7,6 +7,7 @@
 #include "fusedconv/error.h"
 #include "fusedconv/models.h"
 #include "reference.h"
+#include "run_tools.h"
 
 #include <gtest/gtest.h>
 
@@ -55,10 +56,7 @@ inline Tensor random_tensor(const Shape &shape, uint64_t seed, float lo = -1.0f,
 }
 
 // A tensor (either device) as a float64 reference tensor.
-inline HostTensor host(const Tensor &t) {
-    std::vector<float> v = t.to_vector();
-    return reference::from_float(t.shape(), v.data());
-}
+using tools::host_copy;
 
 // "(n, c, z, y, x)" of flat index i in a PyTorch-contiguous tensor.
 inline std::string index_string(const Shape &shape, int64_t i) {
@@ -185,10 +183,8 @@ inline std::string device_name(const ::testing::TestParamInfo<DeviceChoice> &inf
 
 // p83's float64 reference with the model's own parameters and settings.
 inline HostTensor p83_reference(const Conv3dGroupNormMinClampDropout &m, const Tensor &in) {
-    reference::P83Args a{m.groups(),    m.eps(),       m.min_value(), m.clamp_min(),
-                         m.clamp_max(), m.dropout_p(), m.training(),  m.dropout_seed()};
-    return reference::p83(host(in), host(m.conv_weight()), host(m.conv_bias()),
-                          host(m.norm_weight()), host(m.norm_bias()), a);
+    return reference::p83(host_copy(in), host_copy(m.conv_weight()), host_copy(m.conv_bias()),
+                          host_copy(m.norm_weight()), host_copy(m.norm_bias()), tools::p83_args(m));
 }
 
 }  // namespace fusedconv::testutil

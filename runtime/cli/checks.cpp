@@ -114,10 +114,9 @@ void run_conv2d_min(M &m, const RunOptions &opt, RunResult &r, const Shape &defa
 double check_p83_samples(const Conv3dGroupNormMinClampDropout &m, const HostTensor &hin,
                          const std::vector<float> &got, const Shape &s, int samples,
                          uint64_t seed) {
-    reference::P83Args args{m.groups(), m.eps(), m.min_value(), m.clamp_min(),
-                            m.clamp_max(), m.dropout_p(), m.training(), m.dropout_seed()};
     return reference::check_p83(hin, host_copy(m.conv_weight()), host_copy(m.conv_bias()),
-                                host_copy(m.norm_weight()), host_copy(m.norm_bias()), args,
+                                host_copy(m.norm_weight()), host_copy(m.norm_bias()),
+                                tools::p83_args(m),
                                 got.data(), s,
                                 samples, seed)
         .max_err;

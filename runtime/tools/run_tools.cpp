@@ -74,4 +74,9 @@ reference::HostTensor host_copy(const Tensor &t) {
     return reference::from_float(t.shape(), v.data());
 }
 
+reference::P83Args p83_args(const Conv3dGroupNormMinClampDropout &m) {
+    return {m.groups(),    m.eps(),       m.min_value(), m.clamp_min(),
+            m.clamp_max(), m.dropout_p(), m.training(),  m.dropout_seed()};
+}
+
 }  // namespace fusedconv::tools

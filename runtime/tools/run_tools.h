@@ -48,4 +48,7 @@ Tensor uniform_input(const Shape &shape, uint64_t seed);
 // A float64 copy of a tensor from either device, for the reference checks.
 reference::HostTensor host_copy(const Tensor &t);
 
+// The settings of a p83 model as the float64 reference takes them.
+reference::P83Args p83_args(const Conv3dGroupNormMinClampDropout &m);
+
 }  // namespace fusedconv::tools
