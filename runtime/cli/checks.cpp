@@ -116,9 +116,7 @@ double check_p83_samples(const Conv3dGroupNormMinClampDropout &m, const HostTens
                          uint64_t seed) {
     return reference::check_p83(hin, host_copy(m.conv_weight()), host_copy(m.conv_bias()),
                                 host_copy(m.norm_weight()), host_copy(m.norm_bias()),
-                                tools::p83_args(m),
-                                got.data(), s,
-                                samples, seed)
+                                tools::p83_args(m), got.data(), s, samples, seed)
         .max_err;
 }
 
