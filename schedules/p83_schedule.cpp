@@ -44,7 +44,10 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     // more blocks, y tiles a loop in the thread) 1.44-1.59 (ptxas then used
     // all 255 registers and the warps per SM stayed at 8); register caps
     // (HL_CUDA_JIT_MAX_REGISTERS 168 / 128, for more warps per SM) spilled:
-    // 1.49 / 1.68.
+    // 1.49 / 1.68. Winograd F(4, 3) along x (6 multiplies per 4 outputs and
+    // row of taps instead of 12; transform-domain sums in registers, input
+    // transform inlined): 1.34-1.55 ms against 1.15 for this form, same run
+    // (255 registers with spills); kept on branch p83-winograd-x-experiment.
     const int rows = t.gpu_rows_per_thread;
     // All output channels, rounded up to whole channel blocks: the channel
     // blocks of (2) read that many, and the conv's channel vectors then start
@@ -140,6 +143,22 @@ void gpu(P83Pipeline &p, const P83Params &t) {
         .reorder(v.z, xi, yi, xo, yo, cn)
         .gpu_blocks(xo, yo, cn)
         .gpu_threads(xi, yi);
+    // The depth loop unrolled by gpu_output_depth_unroll, ShiftInwards: where
+    // the depth is not a multiple, the last step overlaps the one before (a
+    // few elements are written twice, with the same value). It needs a depth
+    // of at least the factor, so it is a specialization; below, the loop
+    // stays rolled. Measured (H200, default shape, two runs each, whole
+    // pipeline): 7 (two steps of 7 at depth 14) 1.147 / 1.152 ms, rolled
+    // 1.172 / 1.173, 2 1.187 / 1.187. ncu: at 7 the kernel takes 72 registers
+    // (32% of the warp slots active instead of 89%) and stalls on memory 6x
+    // less per instruction; it issues ~61 instructions per element either way.
+    const int unroll = t.gpu_output_depth_unroll;
+    if (unroll > 1) {
+        Var zo2("zo2"), zi2("zi2");
+        out.specialize(out.output_buffer().dim(2).extent() >= unroll)
+            .split(v.z, zo2, zi2, unroll, TailStrategy::ShiftInwards)
+            .unroll(zi2);
+    }
 }
 
 // CPU: three stages, each parallel over planes and vectorized over x; the

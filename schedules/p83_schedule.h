@@ -21,6 +21,9 @@ struct P83Params {
     // GPU conv and statistics kernels: output channels a thread handles at
     // once (in the conv, each input load then feeds that many FMAs).
     Halide::GeneratorParam<int> gpu_channel_block{"gpu_channel_block", 8};
+    // GPU output kernel: depth steps a thread takes per loop iteration,
+    // unrolled (1 = a rolled loop); on depths below it the loop stays rolled.
+    Halide::GeneratorParam<int> gpu_output_depth_unroll{"gpu_output_depth_unroll", 7};
     // CPU: vector width over x.
     Halide::GeneratorParam<int> cpu_vector{"cpu_vector", 8};
 };

@@ -186,6 +186,9 @@ struct P83Case {
 const P83Case kP83Cases[] = {
     {{1, 3, 5, 7, 9}, 16, 3, 8}, {{3, 1, 4, 6, 5}, 5, 2, 5},  {{1, 5, 6, 6, 11}, 1, 1, 1},
     {{2, 2, 7, 9, 8}, 24, 5, 8}, {{3, 3, 6, 13, 10}, 4, 3, 2}, {{1, 13, 3, 5, 4}, 36, 3, 6},
+    // Output depth 9: past the GPU output kernel's depth unroll (7), and not
+    // a multiple of it (its last step overlaps the one before).
+    {{2, 3, 11, 6, 7}, 8, 3, 4},
 };
 
 class P83 : public OnDevice {
