@@ -149,7 +149,8 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     // of at least the factor, so it is a specialization; below, the loop
     // stays rolled. Measured (H200, default shape, two runs each, whole
     // pipeline): 7 (two steps of 7 at depth 14) 1.147 / 1.152 ms, rolled
-    // 1.172 / 1.173, 2 1.187 / 1.187. ncu: at 7 the kernel takes 72 registers
+    // 1.172 / 1.173, 2 1.187 / 1.187; another run: 7 1.152, 4 1.179-1.185,
+    // 14 1.209-1.213. ncu: at 7 the kernel takes 72 registers
     // (32% of the warp slots active instead of 89%) and stalls on memory 6x
     // less per instruction; it issues ~61 instructions per element either way.
     const int unroll = t.gpu_output_depth_unroll;
