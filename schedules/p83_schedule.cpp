@@ -2,6 +2,7 @@
 #include "conv_taps.h"
 
 #include <algorithm>
+#include <string>
 
 namespace fusedconv::schedules {
 
@@ -154,6 +155,10 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     // (32% of the warp slots active instead of 89%) and stalls on memory 6x
     // less per instruction; it issues ~61 instructions per element either way.
     const int unroll = t.gpu_output_depth_unroll;
+    if (unroll < 1) {
+        throw CompileError("p83 GPU schedule: gpu_output_depth_unroll must be at least 1 (1 = "
+                           "rolled), not " + std::to_string(unroll));
+    }
     if (unroll > 1) {
         Var zo2("zo2"), zi2("zi2");
         out.specialize(out.output_buffer().dim(2).extent() >= unroll)
