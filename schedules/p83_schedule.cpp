@@ -112,7 +112,9 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     // (3) One block per (group, sample). Each sum over a group's columns is
     // split by rfactor into 64 partial sums (x modulo 64), a thread each; one
     // thread then adds the partials. Measured (H200): one thread per (group,
-    // sample), 8x8 threads per block (16 blocks in all), took 0.20 ms.
+    // sample), 8x8 threads per block (16 blocks in all), took 0.20 ms. The
+    // partial sums' depth loop unrolled by 7 (loads in flight together):
+    // 39 us against 36 (ncu), whole pipeline unchanged (1.151-1.154 ms).
     Var u("u");
     RVar rxo("rxo"), rxi("rxi");
     s.groups.compute_root().gpu_blocks(v.g, v.n);
