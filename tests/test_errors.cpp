@@ -212,21 +212,13 @@ std::vector<ModelCase> model_cases() {
 
 // The model's current parameters as host vectors (to check they did not change).
 std::vector<std::vector<float>> parameters_of(const std::string &name, const Model &m) {
-    if (name == "Conv3dMinSoftmax") {
-        auto &x = static_cast<const Conv3dMinSoftmax &>(m);
-        return {x.conv_weight().to_vector(), x.conv_bias().to_vector()};
+    std::vector<std::vector<float>> v = {m.conv_weight().to_vector(), m.conv_bias().to_vector()};
+    if (name == "Conv3dGroupNormMinClampDropout") {
+        auto &x = static_cast<const Conv3dGroupNormMinClampDropout &>(m);
+        v.push_back(x.norm_weight().to_vector());
+        v.push_back(x.norm_bias().to_vector());
     }
-    if (name == "Conv2dMinTanhTanh") {
-        auto &x = static_cast<const Conv2dMinTanhTanh &>(m);
-        return {x.conv_weight().to_vector(), x.conv_bias().to_vector()};
-    }
-    if (name == "Conv2dScaleMin") {
-        auto &x = static_cast<const Conv2dScaleMin &>(m);
-        return {x.conv_weight().to_vector(), x.conv_bias().to_vector()};
-    }
-    auto &x = static_cast<const Conv3dGroupNormMinClampDropout &>(m);
-    return {x.conv_weight().to_vector(), x.conv_bias().to_vector(), x.norm_weight().to_vector(),
-            x.norm_bias().to_vector()};
+    return v;
 }
 
 // A valid input (N, Cin, spatial...) with every spatial size `size`.
