@@ -38,7 +38,8 @@ public:
         V v;
         conv = blocks::conv3d(input, weight, bias, weight.dim(0).extent(), weight.dim(1).extent(),
                               weight.dim(2).extent(), weight.dim(3).extent(),
-                              weight.dim(4).extent(), input.dim(0).extent(), input.dim(1).extent());
+                              weight.dim(4).extent(), input.dim(0).extent(), input.dim(1).extent(),
+                              input.dim(2).extent());
         output(v.x, v.y, v.z, v.c, v.n) = conv.f(v.x, v.y, v.z, v.c, v.n);
     }
     void schedule() { schedules::schedule_block({conv.f}, output); }

@@ -10,7 +10,7 @@ P24Pipeline build_p24(Func input, Func weight, Func bias, Expr in_w, Expr in_h, 
     V v;
     P24Pipeline p;
     p.kw = kw, p.kh = kh, p.kd = kd, p.cin = cin, p.cout = cout;
-    p.conv = conv3d(input, weight, bias, kw, kh, kd, cin, cout, in_w, in_h);
+    p.conv = conv3d(input, weight, bias, kw, kh, kd, cin, cout, in_w, in_h, in_depth);
     p.min_depth = min_over_depth(p.conv.f, in_depth - kd + 1);
     p.softmax = softmax_over_channels(p.min_depth.f, cout);
     p.output = Func("p24_out");
@@ -54,7 +54,7 @@ P83Pipeline build_p83(Func input, Func weight, Func bias, Func gamma, Func beta,
     V v;
     P83Pipeline p;
     p.kw = kw, p.kh = kh, p.kd = kd, p.cin = cin, p.cout = cout;
-    p.conv = conv3d(input, weight, bias, kw, kh, kd, cin, cout, in_w, in_h);
+    p.conv = conv3d(input, weight, bias, kw, kh, kd, cin, cout, in_w, in_h, in_depth);
     Expr out_w = in_w - kw + 1, out_h = in_h - kh + 1, out_d = in_depth - kd + 1;
     Expr cpg = cout / prm.groups;
     p.stats = groupnorm_stats(p.conv.f, out_w, out_h, out_d, cpg, prm.eps);

@@ -12,17 +12,27 @@ namespace {
 // GPU: ONE kernel. A block owns a gpu_tile_x x gpu_tile_y tile of output
 // pixels; its threads are gpu_channel_groups x (gpu_pixel_groups_x x
 // gpu_pixel_groups_y): each thread owns gpu_channels_per_thread channels of
-// one sub-tile of pixels, whose conv at one output depth it accumulates in
-// registers (an outer product: each input value feeds channels_per_thread
-// FMAs, each weight every pixel of the sub-tile), then folds into the
-// depth-min in shared memory. Input and weights are read from global memory
+// one sub-tile of pixels, whose conv at gpu_depth_block output depths it
+// accumulates in registers (an outer product: each input value feeds
+// channels_per_thread FMAs per depth it reaches, each weight every pixel of
+// the sub-tile), then folds into the depth-min in shared memory. Input and weights are read from global memory
 // through L1 (97.7% hit rate). A block walks the output channels in tiles of
 // groups x channels_per_thread, so any Cout runs, and Cout = 24 (8 x 3)
 // leaves no thread idle. Then one thread per pixel does the softmax over
 // channels.
-// Measured 2026-11-21, NVIDIA H200, default shape, one run each, medians:
-// - the defaults (10x6 tile, 8 groups x 3 channels, 2x2 sub-tiles of 5x3
-//   pixels): 0.444 ms (22 TFLOP/s; ncu: 8 warps per SM, limited by
+// Measured 2026-11-21, NVIDIA H200, default shape, medians:
+// - the defaults (10x4 tile, 8 groups x 3 channels, 2x2 sub-tiles of 5x2
+//   pixels, 2 depths a thread: 60 sums): 0.432-0.434 ms against 0.450 for
+//   the former defaults (10x6 tile, 5x3 pixels, one depth) built from the
+//   same source, three runs each. The 4-row tile wastes 2 of the 32 rows it
+//   covers, but 5x3 pixels at 2 depths (90 sums) spill. Same runs: 2 depths
+//   of 5x1 pixels x 6 channels 0.436; 2 depths on 10x8 tiles (64 threads)
+//   0.443; 2 depths of 3x2 pixels 0.488; 3 depths of 5x2 0.444, of 3x2
+//   0.465; 2 depths x 2 channels on 96 threads 0.653; 48-thread blocks
+//   0.548. The input's depth clamp that blocked depths need
+//   (generators/blocks.h) costs the one-depth form 1.5% (0.450 against
+//   0.444).
+// - the former defaults at one depth: 0.444 ms (22 TFLOP/s; ncu: 8 warps per SM, limited by
 //   registers: the driver's JIT takes 255 for this PTX; 232M warp
 //   instructions, 66% of them FMAs; L1 hit rate 98%); 6x10 0.462; 6x6
 //   0.586 (3x3 pixels a thread: fewer FMAs per load).
@@ -47,6 +57,11 @@ void gpu(P24Pipeline &p, const P24Params &t) {
     const int cpt = t.gpu_channels_per_thread, groups = t.gpu_channel_groups;
     const int gx = t.gpu_pixel_groups_x, gy = t.gpu_pixel_groups_y;
     const int threads = groups * gx * gy;
+    const int dz = t.gpu_depth_block;
+    if (dz < 1) {
+        throw CompileError("p24 GPU schedule: gpu_depth_block must be at least 1, not " +
+                           std::to_string(dz));
+    }
     if (tx % gx != 0 || ty % gy != 0 || threads > 1024) {
         throw CompileError("p24 GPU schedule: a " + std::to_string(tx) + " x " +
                            std::to_string(ty) + " tile cannot split into " + std::to_string(gx) +
@@ -77,33 +92,41 @@ void gpu(P24Pipeline &p, const P24Params &t) {
         .split(f, fo, fl, threads, TailStrategy::GuardWithIf)
         .gpu_threads(fl);
     Var xg("xg"), xs("xs"), yg("yg"), ys("ys"), ct("ct"), cl("cl"), cg("cg"), ck("ck"), th("th");
+    RVar dzo("dzo"), dzi("dzi");
     mn.update()
         .split(v.x, xg, xs, tx / gx)
         .split(v.y, yg, ys, ty / gy)
         .split(v.c, ct, cl, groups * cpt, TailStrategy::GuardWithIf)
         .split(cl, cg, ck, cpt)
-        .reorder(ck, xs, ys, cg, xg, yg, p.min_depth.r.x, ct, v.n)
+        .split(p.min_depth.r.x, dzo, dzi, dz, TailStrategy::GuardWithIf)
+        .reorder(ck, xs, ys, dzi, cg, xg, yg, dzo, ct, v.n)
         .fuse(cg, xg, th)
         .fuse(th, yg, th)
         .gpu_threads(th)
         .unroll(ck)
         .unroll(xs)
-        .unroll(ys);
+        .unroll(ys)
+        .unroll(dzi);
 
-    // One thread's conv at one depth, in registers.
+    // One thread's conv at gpu_depth_block depths, in registers. A block
+    // of depths past the last one computes clamped planes no one consumes
+    // (the min's guard skips them).
     Func conv = p.conv.f;
     conv.compute_at(mn, th)
         .store_in(MemoryType::Register)
         .bound_extent(v.c, cpt)
+        .bound_extent(v.z, dz)
         .reorder(v.c, v.x, v.y, v.z, v.n)
         .unroll(v.c)
         .unroll(v.x)
-        .unroll(v.y);
+        .unroll(v.y)
+        .unroll(v.z);
     Stage upd = conv.update();
     upd.reorder(v.c, v.x, v.y, v.z, p.conv.r.x, p.conv.r.y, p.conv.r.z, v.n, p.conv.r.w)
         .unroll(v.c)
         .unroll(v.x)
-        .unroll(v.y);
+        .unroll(v.y)
+        .unroll(v.z);
     unroll_taps_of_size_3(upd, p.conv, {p.kw, p.kh, p.kd});
 }
 

@@ -11,17 +11,21 @@ struct P24Params {
     // GPU (schedules/p24_schedule.cpp says how they were chosen):
     // output pixels per block, x and y;
     Halide::GeneratorParam<int> gpu_tile_x{"gpu_tile_x", 10};
-    Halide::GeneratorParam<int> gpu_tile_y{"gpu_tile_y", 6};
+    Halide::GeneratorParam<int> gpu_tile_y{"gpu_tile_y", 4};
     // threads per block: channel groups x pixel groups (x, y); a thread owns
     // channels_per_thread channels of (tile_x / pixel_groups_x) x (tile_y /
     // pixel_groups_y) pixels, whose conv at one depth it keeps in registers.
     // The tile's depth-min of every output channel is in shared memory
-    // (4 * Cout * tile_x * tile_y bytes, at most 48 KB: about 200 channels at
-    // 10x6; past that the launch fails, and the runtime says why).
+    // (4 * Cout * tile_x * tile_y bytes, at most 48 KB: about 300 channels at
+    // 10x4; past that the launch fails, and the runtime says why).
     Halide::GeneratorParam<int> gpu_channel_groups{"gpu_channel_groups", 8};
     Halide::GeneratorParam<int> gpu_channels_per_thread{"gpu_channels_per_thread", 3};
     Halide::GeneratorParam<int> gpu_pixel_groups_x{"gpu_pixel_groups_x", 2};
     Halide::GeneratorParam<int> gpu_pixel_groups_y{"gpu_pixel_groups_y", 2};
+    // output depths whose conv a thread keeps in registers at once (so a
+    // thread holds channels_per_thread x sub-tile x depth_block sums): the
+    // input planes that neighbouring depths share are loaded once for all.
+    Halide::GeneratorParam<int> gpu_depth_block{"gpu_depth_block", 2};
     // CPU: vector width over x.
     Halide::GeneratorParam<int> cpu_vector{"cpu_vector", 8};
 };
