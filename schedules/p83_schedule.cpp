@@ -94,6 +94,14 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     // (2) Column statistics: threads over (x, depth), blocks over (x tiles,
     // channel blocks, samples); each thread walks the rest of the depth and a
     // block of channels. A wrapper keeps init and update in one kernel.
+    // Measured instead (H200, branch p83-fused-stats-experiment): statistics
+    // by pieces of 8 rows computed in the conv kernel from its registers
+    // (compute_with fuses them into (1)'s depth loop; the conv's storage must
+    // then be forced into registers), combined by Chan's formula in (3).
+    // Correct, but 1.67 ms (Welford per piece) and 1.86 ms (two passes per
+    // piece) against 1.15: the conv kernel spills and issues 42-48% of the
+    // time instead of 61% (ncu: 1.17-1.50 ms against 0.84 + 0.13), and (3)
+    // reads 8x more partial sums (143 us against 36).
     Func cols = s.cols.in();
     cols.compute_root()
         .split(v.x, xo, xi, t.gpu_cols_x, TailStrategy::GuardWithIf)
