@@ -1,6 +1,7 @@
 #include "problems.h"
 
 #include "fusedconv/error.h"
+#include "run_tools.h"
 
 #include <sstream>
 
@@ -14,14 +15,26 @@ double product(const Shape &s, size_t from = 0) {
     return p;
 }
 
+// A problem whose input channels, output channels and kernel size are the
+// KernelBench init arguments (tools::kernelbench_conv, where the models are
+// built from them too); `batch` and `spatial` complete the default input.
+Problem make_problem(const std::string &id, const std::string &name, int64_t batch,
+                     const Shape &spatial, bool has_norm, bool channel_min) {
+    const tools::KernelBenchConv &c = tools::kernelbench_conv(id);
+    Shape input = {batch, c.in_channels};
+    input.insert(input.end(), spatial.begin(), spatial.end());
+    return {id, name, input, c.out_channels, c.kernel_size, int(spatial.size()), has_norm,
+            channel_min};
+}
+
 }  // namespace
 
 const std::vector<Problem> &problems() {
     static const std::vector<Problem> list = {
-        {"p24", "conv3d_min_softmax", {128, 3, 24, 32, 32}, 24, 3, 3, false, false},
-        {"p25", "conv2d_min_tanh_tanh", {128, 16, 256, 256}, 64, 3, 2, false, true},
-        {"p32", "conv2d_scale_min", {64, 64, 256, 256}, 128, 3, 2, false, true},
-        {"p83", "conv3d_groupnorm_min_clamp_dropout", {128, 3, 16, 64, 64}, 16, 3, 3, true, false},
+        make_problem("p24", "conv3d_min_softmax", 128, {24, 32, 32}, false, false),
+        make_problem("p25", "conv2d_min_tanh_tanh", 128, {256, 256}, false, true),
+        make_problem("p32", "conv2d_scale_min", 64, {256, 256}, false, true),
+        make_problem("p83", "conv3d_groupnorm_min_clamp_dropout", 128, {16, 64, 64}, true, false),
     };
     return list;
 }

@@ -13,7 +13,7 @@ struct Problem {
     std::string id;     // "p24"
     std::string name;   // "conv3d_min_softmax"
     Shape default_input;
-    int cout, k, spatial_dims;
+    int cout, k, spatial_dims;  // cout, k and default_input[1]: tools::kernelbench_conv
     bool has_norm;      // p83: GroupNorm weight and bias
     bool channel_min;   // output keeps one channel (p25, p32)
 };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -48,16 +49,27 @@ Timing time_runs(const std::function<void()> &run, const std::function<void()> &
     return t;
 }
 
+const KernelBenchConv &kernelbench_conv(const std::string &id) {
+    static const std::map<std::string, KernelBenchConv> table = {
+        {"p24", {3, 24, 3}}, {"p25", {16, 64, 3}}, {"p32", {64, 128, 3}}, {"p83", {3, 16, 3}}};
+    auto it = table.find(id);
+    if (it == table.end()) {
+        throw Error("no KernelBench model named '" + id + "' (p24, p25, p32, p83)");
+    }
+    return it->second;
+}
+
 std::unique_ptr<Model> kernelbench_model(const std::string &id, DeviceChoice device,
                                          uint64_t seed) {
-    if (id == "p24") return std::make_unique<Conv3dMinSoftmax>(3, 24, 3, 2, device, seed);
-    if (id == "p25") return std::make_unique<Conv2dMinTanhTanh>(16, 64, 3, device, seed);
-    if (id == "p32") return std::make_unique<Conv2dScaleMin>(64, 128, 3, 2.0f, device, seed);
-    if (id == "p83") {
-        return std::make_unique<Conv3dGroupNormMinClampDropout>(3, 16, 3, 8, 0.0f, 1.0f, 0.2f,
-                                                                device, seed);
-    }
-    throw Error("no KernelBench model named '" + id + "' (p24, p25, p32, p83)");
+    const KernelBenchConv &c = kernelbench_conv(id);
+    const int cin = c.in_channels, cout = c.out_channels, k = c.kernel_size;
+    // The other init arguments: p24's min dimension, p32's scale factor,
+    // p83's groups, min_value, max_value and dropout p.
+    if (id == "p24") return std::make_unique<Conv3dMinSoftmax>(cin, cout, k, 2, device, seed);
+    if (id == "p25") return std::make_unique<Conv2dMinTanhTanh>(cin, cout, k, device, seed);
+    if (id == "p32") return std::make_unique<Conv2dScaleMin>(cin, cout, k, 2.0f, device, seed);
+    return std::make_unique<Conv3dGroupNormMinClampDropout>(cin, cout, k, 8, 0.0f, 1.0f, 0.2f,
+                                                            device, seed);
 }
 
 Tensor uniform_input(const Shape &shape, uint64_t seed) {

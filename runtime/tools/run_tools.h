@@ -35,6 +35,15 @@ double median(std::vector<double> ms);
 Timing time_runs(const std::function<void()> &run, const std::function<void()> &sync, int warmup,
                  int reps, double cutoff_ms = 0, int cutoff_after = 3);
 
+// The convolution's init arguments of the KernelBench problem `id` (p24,
+// p25, p32 or p83; PROBLEMS.md): the one place they are written down, read
+// by kernelbench_model and by the benchmark's problem table. Throws Error
+// for another id.
+struct KernelBenchConv {
+    int in_channels, out_channels, kernel_size;
+};
+const KernelBenchConv &kernelbench_conv(const std::string &id);
+
 // Model `id` (p24, p25, p32 or p83) with the init arguments of the KernelBench
 // problem of that name (PROBLEMS.md) and the seeded default parameter init;
 // p83 in training mode. Throws Error for another id.
