@@ -45,10 +45,10 @@ struct Conv {
 // kw, kh, (kd), cin, cout: extents of the weight buffer; in_w, in_h, (in_d):
 // the input's width, height (and depth). `source` clamps the input column,
 // row, (depth) and channel to [0, in_w) x [0, in_h) x ([0, in_d) x) [0, cin),
-// `weight` and the bias clamp their
-// channels to [0, cin) x [0, cout): a schedule may then compute (or stage)
-// whole tiles of pixels, blocks of depths or blocks of channels past the
-// last one (never consumed) without reading outside the buffers.
+// `weight` and the bias clamp their channels to [0, cin) x [0, cout): a
+// schedule may then compute (or stage) whole tiles of pixels, blocks of
+// depths or blocks of channels past the last one (never consumed) without
+// reading outside the buffers.
 Conv conv2d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr cin, Expr cout,
             Expr in_w, Expr in_h, const std::string &name = "conv");
 Conv conv3d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr kd,

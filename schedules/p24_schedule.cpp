@@ -15,11 +15,11 @@ namespace {
 // one sub-tile of pixels, whose conv at gpu_depth_block output depths it
 // accumulates in registers (an outer product: each input value feeds
 // channels_per_thread FMAs per depth it reaches, each weight every pixel of
-// the sub-tile), then folds into the depth-min in shared memory. Input and weights are read from global memory
-// through L1 (97.7% hit rate). A block walks the output channels in tiles of
-// groups x channels_per_thread, so any Cout runs, and Cout = 24 (8 x 3)
-// leaves no thread idle. Then one thread per pixel does the softmax over
-// channels.
+// the sub-tile), then folds into the depth-min in shared memory. Input and
+// weights are read from global memory through L1 (97.7% hit rate). A block
+// walks the output channels in tiles of groups x channels_per_thread, so any
+// Cout runs, and Cout = 24 (8 x 3) leaves no thread idle. Then one thread
+// per pixel does the softmax over channels.
 // Measured 2026-11-21, NVIDIA H200, default shape, medians:
 // - the defaults (10x4 tile, 8 groups x 3 channels, 2x2 sub-tiles of 5x2
 //   pixels, 2 depths a thread: 60 sums): 0.432-0.434 ms against 0.450 for
@@ -32,8 +32,9 @@ namespace {
 //   0.548. The input's depth clamp that blocked depths need
 //   (generators/blocks.h) costs the one-depth form 1.5% (0.450 against
 //   0.444).
-// - the former defaults at one depth: 0.444 ms (22 TFLOP/s; ncu: 8 warps per SM, limited by
-//   registers: the driver's JIT takes 255 for this PTX; 232M warp
+// - the former defaults at one depth: 0.444 ms (22 TFLOP/s; ncu: 8 warps
+//   per SM, limited by registers: the driver's JIT takes 255 for this PTX;
+//   232M warp
 //   instructions, 66% of them FMAs; L1 hit rate 98%); 6x10 0.462; 6x6
 //   0.586 (3x3 pixels a thread: fewer FMAs per load).
 // - The previous layout, one warp per block with one output channel per lane

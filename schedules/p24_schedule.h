@@ -14,7 +14,7 @@ struct P24Params {
     Halide::GeneratorParam<int> gpu_tile_y{"gpu_tile_y", 4};
     // threads per block: channel groups x pixel groups (x, y); a thread owns
     // channels_per_thread channels of (tile_x / pixel_groups_x) x (tile_y /
-    // pixel_groups_y) pixels, whose conv at one depth it keeps in registers.
+    // pixel_groups_y) pixels, whose conv it keeps in registers.
     // The tile's depth-min of every output channel is in shared memory
     // (4 * Cout * tile_x * tile_y bytes, at most 48 KB: about 300 channels at
     // 10x4; past that the launch fails, and the runtime says why).
