@@ -623,8 +623,7 @@ TEST(GpuLimits, P24WithMoreChannelsThanSharedMemoryFailsCleanly) {
     Tensor in = random_tensor({1, 3, 4, 5, 6}, 41);
     try {
         Tensor out = m.forward(in.to(Device::GPU));
-        EXPECT_TRUE(matches(out, reference::p24(host_copy(in), host_copy(m.conv_weight()),
-                                                host_copy(m.conv_bias()))));
+        EXPECT_TRUE(matches(out, p24_reference(m, in)));
     } catch (const Error &e) {
         const std::string what = e.what();
         EXPECT_NE(what.find("Conv3dMinSoftmax"), std::string::npos) << what;
@@ -633,9 +632,7 @@ TEST(GpuLimits, P24WithMoreChannelsThanSharedMemoryFailsCleanly) {
     }
     // The GPU stays usable afterwards, at a size that fits.
     Conv3dMinSoftmax small(3, 24, 3, 2, DeviceChoice::GPU, 42);
-    EXPECT_TRUE(matches(small.forward(in.to(Device::GPU)),
-                        reference::p24(host_copy(in), host_copy(small.conv_weight()),
-                                       host_copy(small.conv_bias()))));
+    EXPECT_TRUE(matches(small.forward(in.to(Device::GPU)), p24_reference(small, in)));
 }
 
 }  // namespace

@@ -46,21 +46,18 @@ std::vector<Pair> make_pairs() {
     v.push_back({"p24", p24(DeviceChoice::GPU), p24(DeviceChoice::CPU),
                  random_tensor({2, 3, 6, 17, 19}, 1),
                  [](const Model &m, const Tensor &in) {
-                     return reference::p24(host_copy(in), host_copy(m.conv_weight()),
-                                           host_copy(m.conv_bias()));
+                     return p24_reference(m, in);
                  }});
     v.push_back({"p25", p25(DeviceChoice::GPU), p25(DeviceChoice::CPU),
                  random_tensor({2, 16, 21, 23}, 2),
                  [](const Model &m, const Tensor &in) {
-                     return reference::p25(host_copy(in), host_copy(m.conv_weight()),
-                                           host_copy(m.conv_bias()));
+                     return p25_reference(m, in);
                  }});
     v.push_back({"p32", p32(DeviceChoice::GPU), p32(DeviceChoice::CPU),
                  random_tensor({2, 8, 33, 29}, 3),
                  [](const Model &m, const Tensor &in) {
                      auto &x = static_cast<const Conv2dScaleMin &>(m);
-                     return reference::p32(host_copy(in), host_copy(x.conv_weight()),
-                                           host_copy(x.conv_bias()), x.scale_factor());
+                     return p32_reference(x, in);
                  }});
     v.push_back({"p83", p83(DeviceChoice::GPU), p83(DeviceChoice::CPU),
                  random_tensor({2, 3, 6, 19, 17}, 4),

@@ -45,8 +45,7 @@ TEST_P(P24, MatchesReferenceOnOddShapes) {
         Tensor in = random_tensor(c.input, seed++);
         Tensor out = m.forward(on_device(in));
         EXPECT_EQ(out.device(), device());
-        EXPECT_TRUE(matches(out, reference::p24(host_copy(in), host_copy(m.conv_weight()),
-                                                host_copy(m.conv_bias()))));
+        EXPECT_TRUE(matches(out, p24_reference(m, in)));
     }
 }
 
@@ -55,8 +54,7 @@ TEST_P(P24, NanPropagatesLikePyTorch) {
     Tensor in = random_tensor({2, 2, 6, 7, 8}, 8);
     in.data()[3 * 7 * 8 + 2 * 8 + 5] = kNaN;  // n 0, c 0, z 3, y 2, x 5
     Tensor out = m.forward(on_device(in));
-    HostTensor ref =
-        reference::p24(host_copy(in), host_copy(m.conv_weight()), host_copy(m.conv_bias()));
+    HostTensor ref = p24_reference(m, in);
     EXPECT_TRUE(std::isnan(ref.at({0, 0, 1, 4})));
     EXPECT_TRUE(matches(out, ref));
 }
@@ -75,8 +73,7 @@ TEST_P(P24, RowsSumToOneAndLargeValuesStayFinite) {
         }
         EXPECT_NEAR(sum, 1.0, 1e-5);
     }
-    EXPECT_TRUE(matches(
-        out, reference::p24(host_copy(in), host_copy(m.conv_weight()), host_copy(m.conv_bias()))));
+    EXPECT_TRUE(matches(out, p24_reference(m, in)));
 }
 
 TEST_P(P24, ParametersFromPyTorchLayoutAreUsed) {
@@ -113,9 +110,7 @@ TEST_P(P32, MatchesReferenceOnOddShapesAndSigns) {
                          " k " + std::to_string(c.k) + " scale " + std::to_string(scale));
             Conv2dScaleMin m(c.input[1], c.cout, c.k, scale, choice(), seed++);
             Tensor in = random_tensor(c.input, seed++);
-            EXPECT_TRUE(matches(m.forward(on_device(in)),
-                                reference::p32(host_copy(in), host_copy(m.conv_weight()),
-                                               host_copy(m.conv_bias()), scale)));
+            EXPECT_TRUE(matches(m.forward(on_device(in)), p32_reference(m, in)));
         }
     }
 }
@@ -135,8 +130,7 @@ TEST_P(P32, NanPropagatesLikePyTorch) {
     Conv2dScaleMin m(3, 5, 3, 2.0f, choice(), 21);
     Tensor in = random_tensor({2, 3, 8, 9}, 22);
     in.data()[(1 * 3 + 2) * 72 + 4 * 9 + 4] = kNaN;
-    HostTensor ref =
-        reference::p32(host_copy(in), host_copy(m.conv_weight()), host_copy(m.conv_bias()), 2.0);
+    HostTensor ref = p32_reference(m, in);
     EXPECT_TRUE(std::isnan(ref.at({1, 0, 3, 3})));
     EXPECT_TRUE(matches(m.forward(on_device(in)), ref));
 }
@@ -153,9 +147,7 @@ TEST_P(P25, MatchesReferenceOnOddShapes) {
                      " k " + std::to_string(c.k));
         Conv2dMinTanhTanh m(c.input[1], c.cout, c.k, choice(), seed++);
         Tensor in = random_tensor(c.input, seed++, -3.0f, 3.0f);
-        EXPECT_TRUE(matches(
-            m.forward(on_device(in)),
-            reference::p25(host_copy(in), host_copy(m.conv_weight()), host_copy(m.conv_bias()))));
+        EXPECT_TRUE(matches(m.forward(on_device(in)), p25_reference(m, in)));
     }
 }
 
@@ -164,8 +156,7 @@ TEST_P(P25, NanAndInfinityBehaveLikePyTorch) {
     Tensor in = random_tensor({1, 2, 5, 6}, 32);
     in.data()[7] = kNaN;                                        // c 0, y 1, x 1
     in.data()[30 + 4 * 6 + 5] = -std::numeric_limits<float>::infinity();  // c 1, y 4, x 5
-    HostTensor ref =
-        reference::p25(host_copy(in), host_copy(m.conv_weight()), host_copy(m.conv_bias()));
+    HostTensor ref = p25_reference(m, in);
     EXPECT_TRUE(matches(m.forward(on_device(in)), ref));
 }
 

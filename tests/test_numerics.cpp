@@ -179,8 +179,7 @@ TEST_P(Numerics, SoftmaxOfLargeExactValuesIsFiniteAndMatches) {
         m.set_parameters(dyadic_weight({cout, cin, k, k, k}, 21), dyadic_bias(cout, 22));
         Tensor in = dyadic_input({2, cin, 5, 9, 11}, offset, 23);
         Tensor out = m.forward(on_device(in));
-        const HostTensor ref =
-            reference::p24(host_copy(in), host_copy(m.conv_weight()), host_copy(m.conv_bias()));
+        const HostTensor ref = p24_reference(m, in);
         EXPECT_TRUE(matches(out, ref, 0.0, 2e-6));
         const std::vector<float> v = out.to_vector();
         const int64_t hw = 7 * 9;
@@ -293,8 +292,7 @@ TEST_P(Numerics, InfinitiesInP25BehaveLikePyTorch) {
     Conv2dMinTanhTanh m(3, 5, 3, choice(), 41);
     Tensor in = random_tensor({2, 3, 9, 10}, 42);
     plant_infinities(in);
-    const HostTensor ref =
-        reference::p25(host_copy(in), host_copy(m.conv_weight()), host_copy(m.conv_bias()));
+    const HostTensor ref = p25_reference(m, in);
     const std::vector<float> got = m.forward(on_device(in)).to_vector();
     EXPECT_TRUE(matches_values(ref.shape, got, ref, 2e-5));
     EXPECT_GT(count_nan(ref), 0);  // inf - inf happened
@@ -310,8 +308,7 @@ TEST_P(Numerics, InfinitiesInP32BehaveLikePyTorchForEitherSignOfScale) {
         Conv2dScaleMin m(3, 5, 3, scale, choice(), 43);
         Tensor in = random_tensor({2, 3, 9, 10}, 44);
         plant_infinities(in);
-        const HostTensor ref = reference::p32(host_copy(in), host_copy(m.conv_weight()),
-                                              host_copy(m.conv_bias()), scale);
+        const HostTensor ref = p32_reference(m, in);
         const std::vector<float> got = m.forward(on_device(in)).to_vector();
         EXPECT_TRUE(matches_values(ref.shape, got, ref, 2e-5));
         EXPECT_GT(count_nan(ref), 0);
@@ -328,8 +325,7 @@ TEST_P(Numerics, InfinitiesInP24BehaveLikePyTorch) {
     Conv3dMinSoftmax m(3, 6, 2, 2, choice(), 45);
     Tensor in = random_tensor({2, 3, 4, 8, 9}, 46);
     plant_infinities(in);
-    const HostTensor ref =
-        reference::p24(host_copy(in), host_copy(m.conv_weight()), host_copy(m.conv_bias()));
+    const HostTensor ref = p24_reference(m, in);
     const std::vector<float> got = m.forward(on_device(in)).to_vector();
     EXPECT_TRUE(matches_values(ref.shape, got, ref, 2e-5));
     EXPECT_GT(std::count(ref.values.begin(), ref.values.end(), 0.0), 0);

@@ -181,6 +181,19 @@ inline std::string device_name(const ::testing::TestParamInfo<DeviceChoice> &inf
     return info.param == DeviceChoice::GPU ? "GPU" : "CPU";
 }
 
+// The float64 references of p24, p25 and p32 with the model's own conv
+// parameters (and p32's scale factor).
+inline HostTensor p24_reference(const Model &m, const Tensor &in) {
+    return reference::p24(host_copy(in), host_copy(m.conv_weight()), host_copy(m.conv_bias()));
+}
+inline HostTensor p25_reference(const Model &m, const Tensor &in) {
+    return reference::p25(host_copy(in), host_copy(m.conv_weight()), host_copy(m.conv_bias()));
+}
+inline HostTensor p32_reference(const Conv2dScaleMin &m, const Tensor &in) {
+    return reference::p32(host_copy(in), host_copy(m.conv_weight()), host_copy(m.conv_bias()),
+                          m.scale_factor());
+}
+
 // p83's float64 reference with the model's own parameters and settings.
 inline HostTensor p83_reference(const Conv3dGroupNormMinClampDropout &m, const Tensor &in) {
     return reference::p83(host_copy(in), host_copy(m.conv_weight()), host_copy(m.conv_bias()),
