@@ -19,19 +19,31 @@ P24Pipeline build_p24(Func input, Func weight, Func bias, Expr in_w, Expr in_h, 
 }
 
 static Conv2dMinPipeline conv2d_min(Func input, Func weight, Func bias, Expr in_w, Expr in_h,
-                                    Expr kw, Expr kh, Expr cin, Expr cout) {
+                                    Expr kw, Expr kh, Expr cin, Expr cout, Expr winograd) {
+    V v;
     Conv2dMinPipeline p;
     p.kw = kw, p.kh = kh, p.cin = cin, p.cout = cout;
     p.conv = conv2d(input, weight, bias, kw, kh, cin, cout, in_w, in_h);
+    p.conv_value = Func("conv_value");
+    if (Internal::is_const_zero(winograd)) {
+        // No select at all: the unused form would still have to be scheduled.
+        p.use_winograd = Internal::const_false();
+        p.conv_value(v.x, v.y, v.c, v.n) = p.conv.f(v.x, v.y, v.c, v.n);
+        return p;
+    }
+    p.winograd = conv2d_winograd_x(input, weight, bias, kw, kh, cin, cout, in_w, in_h);
+    p.use_winograd = winograd && kw == kWinogradTaps;
+    p.conv_value(v.x, v.y, v.c, v.n) = select(p.use_winograd, p.winograd.f(v.x, v.y, v.c, v.n),
+                                              p.conv.f(v.x, v.y, v.c, v.n));
     return p;
 }
 
 Conv2dMinPipeline build_p32(Func input, Func weight, Func bias, Expr in_w, Expr in_h, Expr scale,
-                            Expr kw, Expr kh, Expr cin, Expr cout) {
+                            Expr kw, Expr kh, Expr cin, Expr cout, Expr winograd) {
     V v;
-    Conv2dMinPipeline p = conv2d_min(input, weight, bias, in_w, in_h, kw, kh, cin, cout);
+    Conv2dMinPipeline p = conv2d_min(input, weight, bias, in_w, in_h, kw, kh, cin, cout, winograd);
     Func scaled("scaled");
-    scaled(v.x, v.y, v.c, v.n) = p.conv.f(v.x, v.y, v.c, v.n) * scale;
+    scaled(v.x, v.y, v.c, v.n) = p.conv_value(v.x, v.y, v.c, v.n) * scale;
     p.min_channels = min_over_channels(scaled, cout);
     p.output = Func("p32_out");
     p.output(v.x, v.y, v.c, v.n) = p.min_channels.f(v.x, v.y, v.n);
@@ -39,10 +51,10 @@ Conv2dMinPipeline build_p32(Func input, Func weight, Func bias, Expr in_w, Expr 
 }
 
 Conv2dMinPipeline build_p25(Func input, Func weight, Func bias, Expr in_w, Expr in_h, Expr kw,
-                            Expr kh, Expr cin, Expr cout) {
+                            Expr kh, Expr cin, Expr cout, Expr winograd) {
     V v;
-    Conv2dMinPipeline p = conv2d_min(input, weight, bias, in_w, in_h, kw, kh, cin, cout);
-    p.min_channels = min_over_channels(p.conv.f, cout);
+    Conv2dMinPipeline p = conv2d_min(input, weight, bias, in_w, in_h, kw, kh, cin, cout, winograd);
+    p.min_channels = min_over_channels(p.conv_value, cout);
     p.output = Func("p25_out");
     p.output(v.x, v.y, v.c, v.n) = tanh(tanh(p.min_channels.f(v.x, v.y, v.n)));
     return p;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "blocks.h"
+#include "winograd.h"
 
 namespace fusedconv {
 
@@ -22,20 +23,32 @@ P24Pipeline build_p24(Halide::Func input, Halide::Func weight, Halide::Func bias
                       Halide::Expr cout);
 
 // p25 and p32: conv2d -> min over channels (keepdim) -> element-wise epilogue.
+// The conv is computed in one of two forms: the direct one (any kernel size)
+// or, where `winograd` holds and the kernel is 3 wide, Winograd F(4, 3) along
+// x (winograd.h), whose result is NaN on purpose wherever its input or its
+// sums are not all finite; the caller then recomputes in the direct form.
+// conv_value selects between them; a schedule specializes on use_winograd
+// so that each path computes only its own form. With a constant-false
+// `winograd` the Winograd Funcs are left undefined and use_winograd is false.
 struct Conv2dMinPipeline {
     blocks::Conv conv;
+    blocks::ConvWinogradX winograd;
+    Halide::Expr use_winograd;
+    Halide::Func conv_value;  // (x, y, c, n)
     blocks::MinReduce min_channels;
     Halide::Func output;  // (x, y, c, n) with c of extent 1
     Halide::Expr kw, kh, cin, cout;
 };
+// winograd: a bool Expr (a runtime Input).
 // p32: min over channels of conv * scale.
 Conv2dMinPipeline build_p32(Halide::Func input, Halide::Func weight, Halide::Func bias,
                             Halide::Expr in_w, Halide::Expr in_h, Halide::Expr scale,
-                            Halide::Expr kw, Halide::Expr kh, Halide::Expr cin, Halide::Expr cout);
+                            Halide::Expr kw, Halide::Expr kh, Halide::Expr cin, Halide::Expr cout,
+                            Halide::Expr winograd);
 // p25: tanh(tanh(min over channels of conv)).
 Conv2dMinPipeline build_p25(Halide::Func input, Halide::Func weight, Halide::Func bias,
                             Halide::Expr in_w, Halide::Expr in_h, Halide::Expr kw, Halide::Expr kh,
-                            Halide::Expr cin, Halide::Expr cout);
+                            Halide::Expr cin, Halide::Expr cout, Halide::Expr winograd);
 
 // p83: conv3d -> GroupNorm -> min(., min_value) -> clamp(lo, hi) -> dropout.
 struct P83Params {

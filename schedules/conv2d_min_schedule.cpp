@@ -8,35 +8,135 @@ using namespace Halide;
 
 namespace {
 
-// The running min walks the channels in blocks of `block`; each block's
-// convolutions are computed together (the conv clamps its channel index, so
-// the last block may run past Cout; those values are never consumed).
-void block_channels(Conv2dMinPipeline &p, int block) {
+// Whether the pipeline holds the Winograd form (Conv2dMinParams::winograd_form).
+bool has_winograd(const Conv2dMinPipeline &p) { return !Internal::is_const_zero(p.use_winograd); }
+
+// The Winograd form (winograd.h) of one round: the same layout, but each
+// lane accumulates the 6 transform-domain sums of each 4-pixel tile row of
+// the block (6 * tile_x / 4 * tile_y registers, 144 for 16x6): per input
+// channel 18 multiplies per tile row instead of 36. Per chunk of
+// gpu_winograd_chunk input channels the warp stages in shared memory the
+// transformed input rows v (a lane per (tile, row, channel), read straight
+// from global memory) and a copy of the round's transformed taps u (computed
+// once per call by a small kernel). The output transform runs per lane, in
+// registers.
+// Measured 2026-11-21, NVIDIA H200, default shapes, median of 10, same runs
+// (direct form: p25 4.72 ms, p32 15.28): 16x6, Winograd chunk 4 (the
+// defaults): p25 4.04, p32 12.88 (max abs error vs float64 1.3e-7 / 1.4e-6,
+// direct 1.9e-7 / 1.6e-6); 16x4: 4.39 / 14.91; 32x3: 6.80 / 25.6; 8x12:
+// 6.94 / 23.4; 24x4: 6.95 / 25.7; 12x8: 9.43 / 35.6; Winograd chunk 8 or
+// direct chunk 8 with Winograd chunk 8: fails to launch (Halide reserves
+// more than 48 KB of shared memory for the two forms together). u computed
+// per block from the weights instead of copied (16x6, chunk 4): 4.78 /
+// 15.69. Capping registers (HL_CUDA_JIT_MAX_REGISTERS=168 for 12 warps per
+// SM) spills: 6.30 / 24.7 (16x4).
+// The kernel's inner loop is 364 instructions for 288 FFMAs per input
+// channel (16x4) against 657 for 576 in the direct form; the staging per
+// chunk (transformed rows and taps, 6/4 and 2x the direct form's) and 255
+// registers (8 warps per SM, the direct-only kernel has 168 and 12) take
+// back most of the difference.
+// Winograd F(4x4, 3x3) (in both x and y) instead, both slower than the direct
+// form then, kept on branches:
+//  - one warp, a lane per output channel (winograd-lane-layout-experiment):
+//    p25 7.13 ms, p32 21.1 ms;
+//  - multi-warp blocks, products in shared memory, a thread per transform
+//    element x 4 tiles x 4 channels (winograd-multiwarp): p25 7.49 ms,
+//    p32 25.4 ms; ncu: FMA pipe 16%, stalls on global loads (U, input
+//    windows) and on the barriers between its five phases per round.
+void gpu_winograd(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLevel &at) {
     blocks::V v;
-    RVar rco("rco"), rci("rci");
-    Func mn = p.min_channels.f;
-    mn.update().split(p.min_channels.r.x, rco, rci, block, TailStrategy::GuardWithIf).unroll(rci);
-    Func conv = p.conv.f;
-    conv.compute_at(mn, rco).bound_extent(v.c, block).unroll(v.c);
+    blocks::ConvWinogradX &w = p.winograd;
+    const int lanes = kWarpLanes, tx = t.gpu_tile_x, ty = t.gpu_tile_y, chunk = t.gpu_winograd_chunk;
+    const int T = blocks::kWinogradTile, K = blocks::kWinogradPoints, tiles = tx / T;
+    _halide_user_assert(tx % T == 0) << "gpu_tile_x must be a multiple of " << T
+                                     << " (Winograd tiles), got " << tx;
+    const Expr taps_3 = p.kh == 3;
+
+    w.tiles.compute_at(at)
+        .store_in(MemoryType::Register)
+        .bound_extent(w.i, T)
+        .bound_extent(w.t, tiles)
+        .bound_extent(v.y, ty)
+        .reorder(w.i, w.t, v.y, v.c, v.n)
+        .gpu_lanes(v.c)
+        .unroll(w.i)
+        .unroll(w.t)
+        .unroll(v.y);
+    Func m = w.m;
+    m.compute_at(at)
+        .store_in(MemoryType::Register)
+        .bound_extent(w.k, K)
+        .bound_extent(w.t, tiles)
+        .bound_extent(v.y, ty)
+        .reorder(w.k, w.t, v.y, v.c, v.n)
+        .gpu_lanes(v.c)
+        .unroll(w.k)
+        .unroll(w.t)
+        .unroll(v.y);
+    RVar rzo("rzo"), rzi("rzi");
+    Stage upd = m.update();
+    upd.split(w.r.y, rzo, rzi, chunk, TailStrategy::GuardWithIf)
+        .reorder(w.t, w.k, v.y, w.r.x, rzi, v.c, rzo)
+        .gpu_lanes(v.c)
+        .unroll(w.t)
+        .unroll(w.k)
+        .unroll(v.y);
+    upd.specialize(taps_3).unroll(w.r.x);
+
+    // v: tiles innermost, so a lane's loads of one (k, row) for the tiles of
+    // the row are adjacent (vector loads, broadcast to the warp).
+    Var fo("fo"), fl("fl"), job("job");
+    w.v.compute_at(m, rzo)
+        .store_in(MemoryType::GPUShared)
+        .bound_extent(w.k, K)
+        .bound_extent(w.t, tiles)
+        .bound_extent(v.y, ty + p.kh - 1)
+        .bound_extent(v.c, chunk)
+        .reorder_storage(w.t, w.k, v.y, v.c, v.n)
+        .reorder(w.k, w.t, v.y, v.c, v.n);
+    unrolled_over_warp(w.v, taps_3, {w.t, v.y, v.c}, {w.k});
+    w.v.unroll(w.k)
+        .fuse(w.t, v.y, job)
+        .fuse(job, v.c, job)
+        .split(job, fo, fl, lanes, TailStrategy::GuardWithIf)
+        .gpu_threads(fl);
+    // u, once per call by a small kernel of its own (a thread per (ci, co)),
+    // stored output channels innermost; each chunk's taps of the round's 32
+    // channels are copied to shared memory, lanes over the channels
+    // (coalesced loads, conflict-free stores and reads).
+    Var zc("zc"), zcb("zcb"), zct("zct"), cq("cq"), cr("cr");
+    w.u.compute_root()
+        .bound(w.k, 0, K)
+        .bound(v.c, 0, (p.cout + lanes - 1) / lanes * lanes)
+        .reorder_storage(v.c, w.k, v.y, v.z)
+        .align_storage(v.c, lanes)
+        .reorder(w.k, v.y, v.z, v.c)
+        .unroll(w.k)
+        .fuse(v.z, v.c, zc)
+        .gpu_tile(zc, zcb, zct, 64, TailStrategy::GuardWithIf);
+    Func us = w.u.in(m);
+    us.compute_at(m, rzo)
+        .store_in(MemoryType::GPUShared)
+        .bound_extent(w.k, K)
+        .bound_extent(v.y, p.kh)
+        .bound_extent(v.z, chunk)
+        .bound_extent(v.c, lanes)
+        .reorder_storage(v.c, w.k, v.y, v.z)
+        .split(v.c, cq, cr, 4)
+        .reorder(cr, cq, w.k, v.y, v.z)
+        .vectorize(cr);
+    unrolled_over_warp(us, taps_3, {cq, w.k, v.y, v.z});
+    us.gpu_threads(cq);
 }
 
-// GPU: ONE kernel, one warp per block, after the layout of Halide's
-// conv_layer app. A block owns a gpu_tile_x x gpu_tile_y tile of output
-// pixels. It walks the output channels 32 at a time, one channel per lane:
-// each lane accumulates its channel's convolution for the whole tile in
-// registers (every weight it loads feeds tile_x * tile_y FMAs; every input
-// value is one broadcast shared-memory load feeding up to 9 * 32 FMAs across
-// the warp). The input tile and the 32 channels' weights are staged in shared
-// memory gpu_channel_chunk input channels at a time. Each round of 32
-// channels goes to shared memory, where the lanes, now one per pixel, fold
-// it into the running channel min; the epilogue follows. The tile is
-// computed whole even past the right/bottom edge (the conv clamps its input
-// coordinates and channel index; those values are never stored).
-// Only the conv is on gpu_lanes (a per-lane register array); the other stages
-// use gpu_threads over the same 32 threads, because Halide 14 inserts no
-// barriers at all in a kernel whose thread loops are all gpu_lanes.
-// Measured 2026-11-21, NVIDIA H200, default shapes: the defaults (16x6
-// tile, chunk 8) p25 4.32 ms, p32 14.77 ms (41 TFLOP/s; ncu: FMA pipe 67%
+// The direct form of one round of conv values: each lane accumulates its
+// channel's convolution for the whole tile in registers; every weight it
+// loads feeds tile_x * tile_y FMAs, every input value is one broadcast
+// shared-memory load feeding up to 9 * 32 FMAs across the warp. The input
+// tile and the 32 channels' weights are staged in shared memory
+// gpu_channel_chunk input channels at a time.
+// Measured 2026-11-21, NVIDIA H200, default shapes, before the Winograd
+// form: the defaults (16x6 tile, chunk 8) p25 4.32 ms, p32 14.77 ms (41 TFLOP/s; ncu: FMA pipe 67%
 // busy); before the staged weights were padded (below) 4.45 / 15.16, the
 // tune.py round that chose them (other tiles in conv2d_min_schedule.h).
 // 16x8 tile, chunk 4, round padded: p25 4.48, p32 15.75; ncu
@@ -53,68 +153,14 @@ void block_channels(Conv2dMinPipeline &p, int block) {
 //    weights read through L1 (like p24): 11.42 / 41.29; with a
 //    channel-innermost copy of the weights (16-byte loads) 6.15 / 21.61;
 //    8x2 pixels per thread 7.67 / 25.96; 16 groups x 4 channels 22.1 / 81.2.
-// Winograd F(4x4, 3x3) alternatives, both slower, kept on branches:
-//  - one warp, a lane per output channel (winograd-lane-layout-experiment):
-//    p25 7.13 ms, p32 21.1 ms;
-//  - multi-warp blocks, products in shared memory, a thread per transform
-//    element x 4 tiles x 4 channels (winograd-multiwarp): p25 7.49 ms,
-//    p32 25.4 ms; ncu: FMA pipe 16%, stalls on global loads (U, input
-//    windows) and on the barriers between its five phases per round.
-void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
+void gpu_direct(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLevel &at) {
     blocks::V v;
     const int lanes = kWarpLanes, tx = t.gpu_tile_x, ty = t.gpu_tile_y, chunk = t.gpu_channel_chunk;
-    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), pix("pix"), pixo("pixo"), pixl("pixl");
-    Func out = p.output;
-    out.tile(v.x, v.y, xo, yo, xi, yi, tx, ty, TailStrategy::GuardWithIf)
-        .reorder(v.c, xi, yi, xo, yo, v.n)
-        .fuse(xi, yi, pix)
-        .split(pix, pixo, pixl, lanes, TailStrategy::GuardWithIf)
-        .reorder(v.c, pixo, pixl)
-        .unroll(pixo)
-        .gpu_threads(pixl)
-        .gpu_blocks(xo, yo, v.n);
-
-    // Running channel min of the tile, in shared memory, one lane per pixel.
-    Func mn = p.min_channels.f;
-    RVar rk("rk"), rl("rl");
-    mn.compute_at(out, xo)
-        .store_in(MemoryType::GPUShared)
-        .bound_extent(v.x, tx)
-        .bound_extent(v.y, ty)
-        .fuse(v.x, v.y, pix)
-        .split(pix, pixo, pixl, lanes)
-        .reorder(pixo, pixl)
-        .unroll(pixo)
-        .gpu_threads(pixl);
-    mn.update()
-        .split(p.min_channels.r.x, rk, rl, lanes, TailStrategy::GuardWithIf)
-        .reorder(rl, v.x, v.y, rk)
-        .fuse(v.x, v.y, pix)
-        .split(pix, pixo, pixl, lanes)
-        .reorder(rl, pixo, pixl, rk)
-        .unroll(pixo)
-        .gpu_threads(pixl);
-
-    // One round of 32 channels: computed in registers (lane = channel), then
-    // copied to shared memory for the min, channels innermost so the lanes
-    // write consecutive words. Each pixel's 32 channels are padded to 33
-    // words: the fold reads one channel of 32 pixels at a time, 32-way bank
-    // conflicts at a stride of 32 words, none at 33.
     Func conv = p.conv.f;
-    Func round = conv.in();
-    round.compute_at(mn, rk)
-        .store_in(MemoryType::GPUShared)
+    conv.compute_at(at)
+        .store_in(MemoryType::Register)
         .bound_extent(v.x, tx)
         .bound_extent(v.y, ty)
-        .bound_extent(v.c, lanes)
-        .reorder_storage(v.c, v.x, v.y, v.n)
-        .align_storage(v.c, lanes + 1)
-        .reorder(v.x, v.y, v.c, v.n)
-        .gpu_lanes(v.c)
-        .unroll(v.x)
-        .unroll(v.y);
-    conv.compute_at(mn, rk)
-        .store_in(MemoryType::Register)
         .reorder(v.x, v.y, v.c, v.n)
         .gpu_lanes(v.c)
         .unroll(v.x)
@@ -161,34 +207,150 @@ void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
     w.reorder(v.x, v.y, v.z, v.c).gpu_threads(v.c);
 }
 
+// GPU: ONE kernel, one warp per block, after the layout of Halide's
+// conv_layer app. A block owns a gpu_tile_x x gpu_tile_y tile of output
+// pixels. It walks the output channels 32 at a time, one channel per lane,
+// each lane computing its channel's conv values for the whole tile in
+// registers, by the Winograd form for kernels 3 wide (gpu_winograd) or the
+// direct form (gpu_direct). Each round of 32 channels goes to shared memory, where the lanes, now one per pixel, fold
+// it into the running channel min; the epilogue follows. The tile is
+// computed whole even past the right/bottom edge (the conv clamps its input
+// coordinates and channel index; those values are never stored).
+// Only the conv is on gpu_lanes (a per-lane register array); the other stages
+// use gpu_threads over the same 32 threads, because Halide 14 inserts no
+// barriers at all in a kernel whose thread loops are all gpu_lanes.
+void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
+    blocks::V v;
+    const int lanes = kWarpLanes, tx = t.gpu_tile_x, ty = t.gpu_tile_y, chunk = t.gpu_channel_chunk;
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), pix("pix"), pixo("pixo"), pixl("pixl");
+    Func out = p.output;
+    out.tile(v.x, v.y, xo, yo, xi, yi, tx, ty, TailStrategy::GuardWithIf)
+        .reorder(v.c, xi, yi, xo, yo, v.n)
+        .fuse(xi, yi, pix)
+        .split(pix, pixo, pixl, lanes, TailStrategy::GuardWithIf)
+        .reorder(v.c, pixo, pixl)
+        .unroll(pixo)
+        .gpu_threads(pixl)
+        .gpu_blocks(xo, yo, v.n);
+
+    // Running channel min of the tile, in shared memory, one lane per pixel.
+    Func mn = p.min_channels.f;
+    RVar rk("rk"), rl("rl");
+    mn.compute_at(out, xo)
+        .store_in(MemoryType::GPUShared)
+        .bound_extent(v.x, tx)
+        .bound_extent(v.y, ty)
+        .fuse(v.x, v.y, pix)
+        .split(pix, pixo, pixl, lanes)
+        .reorder(pixo, pixl)
+        .unroll(pixo)
+        .gpu_threads(pixl);
+    mn.update()
+        .split(p.min_channels.r.x, rk, rl, lanes, TailStrategy::GuardWithIf)
+        .reorder(rl, v.x, v.y, rk)
+        .fuse(v.x, v.y, pix)
+        .split(pix, pixo, pixl, lanes)
+        .reorder(rl, pixo, pixl, rk)
+        .unroll(pixo)
+        .gpu_threads(pixl);
+
+    // One round of 32 channels' conv values: computed in registers (lane =
+    // channel) by the direct or the Winograd form, then copied to shared
+    // memory for the min, channels innermost so the lanes write consecutive
+    // words. Each pixel's 32 channels are padded to 33 words: the fold reads
+    // one channel of 32 pixels at a time, 32-way bank conflicts at a stride
+    // of 32 words, none at 33. conv_value is specialized on use_winograd, and
+    // each form's stages are computed inside its outer loop `co` (extent 1),
+    // so each path holds only its own.
+    Var co("co"), cl("cl");
+    Func round = p.conv_value;
+    round.compute_at(mn, rk)
+        .store_in(MemoryType::GPUShared)
+        .bound_extent(v.x, tx)
+        .bound_extent(v.y, ty)
+        .bound_extent(v.c, lanes)
+        .reorder_storage(v.c, v.x, v.y, v.n)
+        .align_storage(v.c, lanes + 1)
+        .split(v.c, co, cl, lanes)
+        .reorder(v.x, v.y, cl, co, v.n)
+        .gpu_lanes(cl)
+        .unroll(v.x)
+        .unroll(v.y);
+    const LoopLevel at(round, co);
+    if (has_winograd(p)) {
+        round.specialize(p.use_winograd);
+        gpu_winograd(p, t, at);
+    }
+    gpu_direct(p, t, at);
+}
+
 // CPU: rows in parallel; per vector of output pixels, the channel min of the
-// convolution, a block of channels' conv vectors accumulated in registers.
+// convolution, a block of channels' conv values at a time (conv_value,
+// specialized on use_winograd like the GPU's round).
 void cpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
     blocks::V v;
-    Var yn("yn"), xo("xo"), xi("xi");
-    const int vec = t.cpu_vector;
+    Var yn("yn"), xo("xo"), xi("xi"), co("co"), cl("cl");
+    const int vec = t.cpu_vector, block = t.cpu_channel_block;
     Func out = p.output;
     out.reorder(v.x, v.c, v.y, v.n)
         .fuse(v.y, v.n, yn)
         .parallel(yn)
         .split(v.x, xo, xi, vec, TailStrategy::GuardWithIf)
         .vectorize(xi);
-    // The edge-clamped input window of the vector of pixels, staged once so
-    // the conv's loads stay dense vector loads (the clamps would make gathers).
-    p.conv.source.compute_at(out, xo).vectorize(v.x, vec, TailStrategy::GuardWithIf);
+    // The running min walks the channels in blocks of `block`; each block's
+    // conv values are computed together (both forms clamp the channel index,
+    // so the last block may run past Cout; those values are never consumed).
     Func mn = p.min_channels.f;
+    RVar rco("rco"), rci("rci");
     mn.compute_at(out, xo).vectorize(v.x, vec, TailStrategy::GuardWithIf);
-    block_channels(p, t.cpu_channel_block);
-    mn.update().reorder(v.x, RVar("rci"), RVar("rco")).vectorize(v.x, vec, TailStrategy::GuardWithIf);
+    mn.update()
+        .split(p.min_channels.r.x, rco, rci, block, TailStrategy::GuardWithIf)
+        .reorder(v.x, rci, rco)
+        .unroll(rci)
+        .vectorize(v.x, vec, TailStrategy::GuardWithIf);
+    Func cv = p.conv_value;
+    cv.compute_at(mn, rco)
+        .bound_extent(v.x, vec)
+        .bound_extent(v.c, block)
+        .split(v.c, co, cl, block)
+        .reorder(v.x, cl, co, v.y, v.n)
+        .unroll(cl)
+        .vectorize(v.x);
+    const LoopLevel at(cv, co);
+
+    // Direct: the block's conv vectors accumulate in registers over the whole
+    // reduction (x outermost). The edge-clamped input window is staged first
+    // so the conv's loads stay dense vector loads (the clamps would make
+    // gathers).
+    p.conv.source.compute_at(at).vectorize(v.x, vec, TailStrategy::GuardWithIf);
     Func conv = p.conv.f;
-    conv.vectorize(v.x, vec, TailStrategy::GuardWithIf);
+    conv.compute_at(at).bound_extent(v.c, block).unroll(v.c).vectorize(v.x, vec,
+                                                                        TailStrategy::GuardWithIf);
     Stage upd = conv.update();
-    // x outermost: the block's accumulators stay in vector registers over
-    // the whole reduction.
     upd.reorder(v.c, p.conv.r.x, p.conv.r.y, p.conv.r.z, v.x)
         .vectorize(v.x, vec, TailStrategy::GuardWithIf)
         .unroll(v.c);
     unroll_taps_of_size_3(upd, p.conv, {p.kw, p.kh});
+
+    if (!has_winograd(p)) return;
+    cv.specialize(p.use_winograd);
+    // Winograd (for correctness where there is no GPU, not speed): the
+    // block's transform-domain sums vectorized over its channels; the
+    // transformed taps once per call, channels innermost.
+    blocks::ConvWinogradX &w = p.winograd;
+    const int K = blocks::kWinogradPoints;
+    w.u.compute_root()
+        .reorder_storage(v.c, w.k, v.y, v.z)
+        .reorder(v.c, w.k, v.y, v.z)
+        .vectorize(v.c, block, TailStrategy::GuardWithIf);
+    w.m.compute_at(at)
+        .bound_extent(w.k, K)
+        .bound_extent(v.c, block)
+        .reorder(v.c, w.k, w.t, v.y, v.n)
+        .vectorize(v.c)
+        .unroll(w.k);
+    w.m.update().reorder(v.c, w.k, w.t, w.r.x, w.r.y, v.y, v.n).vectorize(v.c).unroll(w.k);
+    w.v.compute_at(at).bound_extent(w.k, K).reorder(w.k, w.t, v.y, v.c, v.n).unroll(w.k);
 }
 
 }  // namespace

@@ -8,8 +8,11 @@ namespace fusedconv::schedules {
 
 struct Conv2dMinParams {
     // GPU: output pixels per block (one warp); each lane holds the tile's
-    // convolution for one channel in registers (tile_x * tile_y of them).
-    // tile_x * tile_y must be a multiple of 32.
+    // convolution for one channel in registers (tile_x * tile_y of them; the
+    // Winograd form 6 * tile_x / 4 * tile_y transform-domain sums).
+    // tile_x * tile_y must be a multiple of 32, tile_x a multiple of 4.
+    // The measurements below are of the direct form (before the Winograd
+    // form; conv2d_min_schedule.cpp has the Winograd form's).
     // Measured (NVIDIA H200, default shapes, tune.py, 2026-11-21, before
     // the staged weights were padded, which took 3% off the defaults; p25 /
     // p32 ms): 16x6 chunk 8 (the defaults): 4.45 / 15.16; 16x8 chunk 4:
@@ -22,6 +25,13 @@ struct Conv2dMinParams {
     // GPU: input channels whose input window and weights are staged in
     // shared memory at a time.
     Halide::GeneratorParam<int> gpu_channel_chunk{"gpu_channel_chunk", 8};
+    // GPU, Winograd form: the same for its transformed inputs and taps. The
+    // two forms' shared memory adds up in one kernel (at most 48 KB).
+    Halide::GeneratorParam<int> gpu_winograd_chunk{"gpu_winograd_chunk", 4};
+    // Whether the libraries hold the Winograd form at all (generators/winograd.h);
+    // false: the direct form only, whatever the `winograd` Input says (to
+    // compare the two forms from one source).
+    Halide::GeneratorParam<bool> winograd_form{"winograd_form", true};
     // CPU: vector width over x, and channels accumulated at once.
     Halide::GeneratorParam<int> cpu_vector{"cpu_vector", 8};
     Halide::GeneratorParam<int> cpu_channel_block{"cpu_channel_block", 8};

@@ -21,6 +21,8 @@
 
 #include "fusedconv/models.h"
 
+#include "p25_cpu.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -298,6 +300,25 @@ TEST_P(Numerics, InfinitiesInP25BehaveLikePyTorch) {
     EXPECT_GT(count_nan(ref), 0);  // inf - inf happened
     // -inf reached tanh(tanh(-inf)) = tanh(-1) somewhere.
     EXPECT_GT(std::count(ref.values.begin(), ref.values.end(), std::tanh(-1.0)), 0);
+}
+
+// The Winograd form (generators/winograd.h) makes NaN every output of a tile
+// whose sums are not all finite or could overflow, and the model then
+// recomputes in the direct form. Inputs up to 3e37: the input transform
+// (coefficients summing to 10) overflows float32 while the direct conv stays
+// finite, so the Winograd library alone leaves NaN that the model's result
+// must not have.
+TEST(WinogradFallback, TransformOverflowIsRecomputedInTheDirectForm) {
+    Conv2dMinTanhTanh m(3, 5, 3, DeviceChoice::CPU, 51);
+    Tensor in = random_tensor({1, 3, 7, 13}, 52, -3e37f, 3e37f);
+    Tensor winograd_only = Tensor::empty(m.output_shape(in.shape()));
+    ASSERT_EQ(fusedconv_p25_cpu(in.raw(), m.conv_weight().raw(), m.conv_bias().raw(), true,
+                                winograd_only.raw()),
+              0);
+    EXPECT_GT(count_nan(winograd_only.to_vector()), 0);
+    const HostTensor ref = p25_reference(m, in);
+    EXPECT_EQ(count_nan(ref), 0);
+    EXPECT_TRUE(matches(m.forward(in), ref));
 }
 
 TEST_P(Numerics, InfinitiesInP32BehaveLikePyTorchForEitherSignOfScale) {

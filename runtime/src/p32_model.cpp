@@ -2,6 +2,7 @@
 
 #include "halide_call.h"
 #include "model_util.h"
+#include "nan_check.h"
 
 #include "p32_cpu.h"
 #include "p32_cuda.h"
@@ -39,9 +40,18 @@ Shape Conv2dScaleMin::output_shape(const Shape &input_shape) const {
 void Conv2dScaleMin::forward_into(const Tensor &input, Tensor &output) {
     check_input(input);
     check_output(input, output, output_shape(input.shape()));
-    auto fn = device_ == Device::GPU ? fusedconv_p32_cuda : fusedconv_p32_cpu;
-    detail::check_halide(fn(input.raw(), weight_.raw(), bias_.raw(), scale_, output.raw()),
-                         std::string(kName) + " forward on input " + shape_string(input.shape()));
+    const std::string what = std::string(kName) + " forward on input " + shape_string(input.shape());
+    auto run = [&](bool winograd) {
+        auto fn = device_ == Device::GPU ? fusedconv_p32_cuda : fusedconv_p32_cpu;
+        detail::check_halide(fn(input.raw(), weight_.raw(), bias_.raw(), scale_, winograd, output.raw()), what);
+    };
+    // Kernels 3 wide: the Winograd form first (generators/winograd.h). It
+    // makes NaN every output whose tile's input or sums are not all finite,
+    // where its result could differ from PyTorch's; such a result is
+    // recomputed in the direct form.
+    const bool winograd = kernel_size_ == 3;
+    run(winograd);
+    if (winograd && detail::has_nan(output)) run(false);
 }
 
 }  // namespace fusedconv

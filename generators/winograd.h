@@ -1,0 +1,51 @@
+// Winograd F(4, 3) along x (Lavin and Gray, "Fast Algorithms for
+// Convolutional Neural Networks", 2016, in one dimension): a conv2d whose
+// kernel is 3 wide computed with 6 multiplies per 4 outputs and row of taps
+// instead of 12. With d the six inputs 4t .. 4t + 5 of one input row and g
+// one row of 3 taps,
+//   out(4t + i) = sum over k of AT[i][k] * (G g)[k] * (BT d)[k],
+// and the sum over the remaining taps (ky) and the input channels is taken
+// in the transform domain, m(k) = sum over (ky, ci) of u(k) * v(k), so the
+// output transform runs once per output and channel, not once per tap.
+// Float32 error: a few times the direct form's (the transforms' coefficients
+// reach 8); measured within 1e-5 of float64 at the models' default shapes.
+//
+// Non-finite values: a NaN or an infinity in an input window would reach the
+// tile's outputs whose own 3-wide window does not hold it (and inf - inf
+// makes NaN), and a float32 overflow inside the transforms could differ
+// from the direct form's result. So every output of a tile whose transform
+// sums are not all finite (or large enough that the output transform could
+// overflow) is NaN, on purpose: a caller that finds NaN in a result computed
+// this way recomputes it in the direct form (see runtime/src/p25_model.cpp).
+//
+// Like blocks::conv2d this is an algorithm only.
+#pragma once
+
+#include "blocks.h"
+
+namespace fusedconv::blocks {
+
+constexpr int kWinogradTile = 4;    // outputs per tile along x
+constexpr int kWinogradPoints = 6;  // transform-domain points (and inputs) per tile
+constexpr int kWinogradTaps = 3;    // the kernel width it computes
+
+struct ConvWinogradX {
+    Var k{"wk"}, t{"wt"}, i{"wi"};  // transform point, tile along x, output in the tile
+    Func source;  // (x, y, ci, n): the input, edge-clamped as in blocks::conv2d
+    Func weight;  // (kx, ky, ci, co): the weights, every index clamped
+    Func u;       // (k, ky, ci, co): G g, the transformed rows of taps
+    Func v;       // (k, t, y, ci, n): BT d, the transformed input rows
+    Func m;       // (k, t, y, co, n): the transform-domain sums; the update sums over r
+    RDom r;       // (ky, ci)
+    Func tiles;   // (i, t, y, co, n): the conv plus bias at x = 4t + i, or NaN (above)
+    Func f;       // (x, y, co, n): tiles at (x % 4, x / 4)
+};
+// kw, kh, cin, cout: the weight buffer's extents; in_w, in_h: the input's
+// width and height. Same clamping contract as blocks::conv2d, and the tap
+// column is clamped to [0, kw) too, so any weight buffer may be passed; the
+// result is the convolution only when kw == 3 (the caller selects).
+ConvWinogradX conv2d_winograd_x(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr cin,
+                                Expr cout, Expr in_w, Expr in_h,
+                                const std::string &name = "wino");
+
+}  // namespace fusedconv::blocks
