@@ -32,7 +32,9 @@ static Conv2dMinPipeline conv2d_min(Func input, Func weight, Func bias, Expr in_
         return p;
     }
     p.winograd = conv2d_winograd_x(input, weight, bias, kw, kh, cin, cout, in_w, in_h);
-    p.use_winograd = winograd && kw == kWinogradTaps;
+    // Square 3x3 kernels only (the models' kernels are square): a constant
+    // tap count lets the schedule give the form's staging constant sizes.
+    p.use_winograd = winograd && kw == kWinogradTaps && kh == kWinogradTaps;
     p.conv_value(v.x, v.y, v.c, v.n) = select(p.use_winograd, p.winograd.f(v.x, v.y, v.c, v.n),
                                               p.conv.f(v.x, v.y, v.c, v.n));
     return p;

@@ -24,7 +24,7 @@ P24Pipeline build_p24(Halide::Func input, Halide::Func weight, Halide::Func bias
 
 // p25 and p32: conv2d -> min over channels (keepdim) -> element-wise epilogue.
 // The conv is computed in one of two forms: the direct one (any kernel size)
-// or, where `winograd` holds and the kernel is 3 wide, Winograd F(4, 3) along
+// or, where `winograd` holds and the kernel is 3x3, Winograd F(4, 3) along
 // x (winograd.h), whose result is NaN on purpose wherever its input or its
 // sums are not all finite; the caller then recomputes in the direct form.
 // conv_value selects between them; a schedule specializes on use_winograd

@@ -21,12 +21,15 @@ bool has_winograd(const Conv2dMinPipeline &p) { return !Internal::is_const_zero(
 // once per call by a small kernel). The output transform runs per lane, in
 // registers.
 // Measured 2026-11-21, NVIDIA H200, default shapes, median of 10, same runs
-// (direct form: p25 4.72 ms, p32 15.28): 16x6, Winograd chunk 4 (the
-// defaults): p25 4.04, p32 12.88 (max abs error vs float64 1.3e-7 / 1.4e-6,
-// direct 1.9e-7 / 1.6e-6); 16x4: 4.39 / 14.91; 32x3: 6.80 / 25.6; 8x12:
+// (direct form: p25 4.72 ms, p32 15.28): 16x6, Winograd chunk 4: p25 4.04,
+// p32 12.88 (max abs error vs float64 1.3e-7 / 1.4e-6, direct 1.9e-7 /
+// 1.6e-6); with constant staging extents (so the two forms share their
+// shared memory) 3.94 / 12.81, and with the direct form's chunk at 4 too
+// (the defaults) 3.76 / 12.40 (one later run); 16x4: 4.39 / 14.91; 32x3: 6.80 / 25.6; 8x12:
 // 6.94 / 23.4; 24x4: 6.95 / 25.7; 12x8: 9.43 / 35.6; Winograd chunk 8 or
-// direct chunk 8 with Winograd chunk 8: fails to launch (Halide reserves
-// more than 48 KB of shared memory for the two forms together). u computed
+// direct chunk 8 with Winograd chunk 8: fails to launch (Halide reserved
+// more than 48 KB while the two forms' staging sizes were not constants);
+// Winograd chunk 8 once they shared: 4.23 / 13.23. u computed
 // per block from the weights instead of copied (16x6, chunk 4): 4.78 /
 // 15.69. Capping registers (HL_CUDA_JIT_MAX_REGISTERS=168 for 12 warps per
 // SM) spills: 6.30 / 24.7 (16x4).
@@ -50,7 +53,12 @@ void gpu_winograd(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLeve
     const int T = blocks::kWinogradTile, K = blocks::kWinogradPoints, tiles = tx / T;
     _halide_user_assert(tx % T == 0) << "gpu_tile_x must be a multiple of " << T
                                      << " (Winograd tiles), got " << tx;
-    const Expr taps_3 = p.kh == 3;
+    // use_winograd holds only for 3x3 kernels: inside this form kh is 3, and
+    // constant extents keep its shared memory from growing with the direct
+    // form's kernel size (the two forms' shared memory adds up in one
+    // kernel). The loops still specialize on it, so they may unroll.
+    const int kh = blocks::kWinogradTaps;
+    const Expr taps_3 = p.kh == kh;
 
     w.tiles.compute_at(at)
         .store_in(MemoryType::Register)
@@ -90,7 +98,7 @@ void gpu_winograd(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLeve
         .store_in(MemoryType::GPUShared)
         .bound_extent(w.k, K)
         .bound_extent(w.t, tiles)
-        .bound_extent(v.y, ty + p.kh - 1)
+        .bound_extent(v.y, ty + kh - 1)
         .bound_extent(v.c, chunk)
         .reorder_storage(w.t, w.k, v.y, v.c, v.n)
         .reorder(w.k, w.t, v.y, v.c, v.n);
@@ -118,7 +126,7 @@ void gpu_winograd(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLeve
     us.compute_at(m, rzo)
         .store_in(MemoryType::GPUShared)
         .bound_extent(w.k, K)
-        .bound_extent(v.y, p.kh)
+        .bound_extent(v.y, kh)
         .bound_extent(v.z, chunk)
         .bound_extent(v.c, lanes)
         .reorder_storage(v.c, w.k, v.y, v.z)

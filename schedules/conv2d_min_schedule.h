@@ -24,9 +24,13 @@ struct Conv2dMinParams {
     Halide::GeneratorParam<int> gpu_tile_y{"gpu_tile_y", 6};
     // GPU: input channels whose input window and weights are staged in
     // shared memory at a time.
-    Halide::GeneratorParam<int> gpu_channel_chunk{"gpu_channel_chunk", 8};
-    // GPU, Winograd form: the same for its transformed inputs and taps. The
-    // two forms' shared memory adds up in one kernel (at most 48 KB).
+    // 4, not 8 (the direct form's best alone): the round of conv values now
+    // stays in shared memory while the chunk is staged, and 3x3 to 7x7
+    // kernels must fit 48 KB (5x5 at chunk 8 failed to launch).
+    Halide::GeneratorParam<int> gpu_channel_chunk{"gpu_channel_chunk", 4};
+    // GPU, Winograd form: the same for its transformed inputs and taps (the
+    // two forms share the kernel's shared memory, at most 48 KB). 4: 8
+    // measured slower (H200, p25 4.23 against 3.94 ms, p32 13.23 / 12.81).
     Halide::GeneratorParam<int> gpu_winograd_chunk{"gpu_winograd_chunk", 4};
     // Whether the libraries hold the Winograd form at all (generators/winograd.h);
     // false: the direct form only, whatever the `winograd` Input says (to
