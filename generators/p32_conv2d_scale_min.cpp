@@ -10,7 +10,7 @@ public:
     Input<Buffer<float, 4>> weight{"weight"};  // (kx, ky, ci, co)
     Input<Buffer<float, 1>> bias{"bias"};      // (co)
     Input<float> scale{"scale"};               // runtime scale_factor, may be negative
-    // Winograd F(4, 3) along x when true and the kernel is 3 wide, the direct
+    // Winograd F(4, 3) along x when true and the kernel is 3x3, the direct
     // form otherwise. Its result is NaN wherever the input or its sums are not
     // all finite (generators/winograd.h); the runtime then calls again with
     // false.

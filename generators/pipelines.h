@@ -39,7 +39,7 @@ struct Conv2dMinPipeline {
     Halide::Func output;  // (x, y, c, n) with c of extent 1
     Halide::Expr kw, kh, cin, cout;
 };
-// winograd: a bool Expr (a runtime Input).
+// `winograd`: a bool Expr (the generators' runtime Input, or constant false).
 // p32: min over channels of conv * scale.
 Conv2dMinPipeline build_p32(Halide::Func input, Halide::Func weight, Halide::Func bias,
                             Halide::Expr in_w, Halide::Expr in_h, Halide::Expr scale,

@@ -25,8 +25,9 @@ bool has_winograd(const Conv2dMinPipeline &p) { return !Internal::is_const_zero(
 // p32 12.88 (max abs error vs float64 1.3e-7 / 1.4e-6, direct 1.9e-7 /
 // 1.6e-6); with constant staging extents (so the two forms share their
 // shared memory) 3.94 / 12.81, and with the direct form's chunk at 4 too
-// (the defaults) 3.76 / 12.40 (one later run); 16x4: 4.39 / 14.91; 32x3: 6.80 / 25.6; 8x12:
-// 6.94 / 23.4; 24x4: 6.95 / 25.7; 12x8: 9.43 / 35.6; Winograd chunk 8 or
+// (the defaults) 3.76 / 12.40 (one later run); 16x4: 4.39 / 14.91; 32x3:
+// 6.80 / 25.6; 8x12: 6.94 / 23.4; 24x4: 6.95 / 25.7; 12x8: 9.43 / 35.6;
+// Winograd chunk 8 or
 // direct chunk 8 with Winograd chunk 8: fails to launch (Halide reserved
 // more than 48 KB while the two forms' staging sizes were not constants);
 // Winograd chunk 8 once they shared: 4.23 / 13.23. u computed
@@ -53,10 +54,11 @@ void gpu_winograd(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLeve
     const int T = blocks::kWinogradTile, K = blocks::kWinogradPoints, tiles = tx / T;
     _halide_user_assert(tx % T == 0) << "gpu_tile_x must be a multiple of " << T
                                      << " (Winograd tiles), got " << tx;
-    // use_winograd holds only for 3x3 kernels: inside this form kh is 3, and
-    // constant extents keep its shared memory from growing with the direct
-    // form's kernel size (the two forms' shared memory adds up in one
-    // kernel). The loops still specialize on it, so they may unroll.
+    // use_winograd holds only for 3x3 kernels: inside this form kh is 3. With
+    // constant extents its staging shares the kernel's shared memory with the
+    // direct form's (Halide reserves the larger of the two) instead of
+    // growing with the direct form's kernel size. The loops still specialize
+    // on kh == 3, so they may unroll.
     const int kh = blocks::kWinogradTaps;
     const Expr taps_3 = p.kh == kh;
 
@@ -144,8 +146,8 @@ void gpu_winograd(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLeve
 // tile and the 32 channels' weights are staged in shared memory
 // gpu_channel_chunk input channels at a time.
 // Measured 2026-11-21, NVIDIA H200, default shapes, before the Winograd
-// form: the defaults (16x6 tile, chunk 8) p25 4.32 ms, p32 14.77 ms (41 TFLOP/s; ncu: FMA pipe 67%
-// busy); before the staged weights were padded (below) 4.45 / 15.16, the
+// form: 16x6 tile, chunk 8 (the defaults then) p25 4.32 ms, p32 14.77 ms
+// (41 TFLOP/s; ncu: FMA pipe 67% busy); before the staged weights were padded (below) 4.45 / 15.16, the
 // tune.py round that chose them (other tiles in conv2d_min_schedule.h).
 // 16x8 tile, chunk 4, round padded: p25 4.48, p32 15.75; ncu
 // (p25): FMA pipe 56% busy, 80% of the instructions FFMA, 8 warps per SM
@@ -219,9 +221,11 @@ void gpu_direct(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLevel 
 // conv_layer app. A block owns a gpu_tile_x x gpu_tile_y tile of output
 // pixels. It walks the output channels 32 at a time, one channel per lane,
 // each lane computing its channel's conv values for the whole tile in
-// registers, by the Winograd form for kernels 3 wide (gpu_winograd) or the
-// direct form (gpu_direct). Each round of 32 channels goes to shared memory, where the lanes, now one per pixel, fold
-// it into the running channel min; the epilogue follows. The tile is
+// registers, by the Winograd form for 3x3 kernels (gpu_winograd) or the
+// direct form (gpu_direct). Each round of 32 channels goes to shared memory,
+// where the lanes, now one per pixel, fold it into the running channel min;
+// the epilogue follows. The direct form stays in the kernel for the other
+// kernel sizes and for the runtime's recomputation (pipelines.h). The tile is
 // computed whole even past the right/bottom edge (the conv clamps its input
 // coordinates and channel index; those values are never stored).
 // Only the conv is on gpu_lanes (a per-lane register array); the other stages
@@ -229,7 +233,7 @@ void gpu_direct(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLevel 
 // barriers at all in a kernel whose thread loops are all gpu_lanes.
 void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
     blocks::V v;
-    const int lanes = kWarpLanes, tx = t.gpu_tile_x, ty = t.gpu_tile_y, chunk = t.gpu_channel_chunk;
+    const int lanes = kWarpLanes, tx = t.gpu_tile_x, ty = t.gpu_tile_y;
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), pix("pix"), pixo("pixo"), pixl("pixl");
     Func out = p.output;
     out.tile(v.x, v.y, xo, yo, xi, yi, tx, ty, TailStrategy::GuardWithIf)

@@ -13,4 +13,15 @@ namespace fusedconv::detail {
 // host.
 bool has_nan(const Tensor &t);
 
+// The p25 and p32 forward: `run(true)` computes `output` in the Winograd form,
+// `run(false)` in the direct form. With `winograd` (a 3x3 kernel) the
+// Winograd form runs first, and its result is recomputed in the direct form
+// when it holds NaN: that form makes NaN every output whose tile's input or
+// sums are not all finite, where its result could differ from PyTorch's.
+template <typename Run>
+void run_winograd_or_direct(bool winograd, const Tensor &output, Run run) {
+    run(winograd);
+    if (winograd && has_nan(output)) run(false);
+}
+
 }  // namespace fusedconv::detail

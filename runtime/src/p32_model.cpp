@@ -45,13 +45,7 @@ void Conv2dScaleMin::forward_into(const Tensor &input, Tensor &output) {
         auto fn = device_ == Device::GPU ? fusedconv_p32_cuda : fusedconv_p32_cpu;
         detail::check_halide(fn(input.raw(), weight_.raw(), bias_.raw(), scale_, winograd, output.raw()), what);
     };
-    // Kernels 3 wide: the Winograd form first (generators/winograd.h). It
-    // makes NaN every output whose tile's input or sums are not all finite,
-    // where its result could differ from PyTorch's; such a result is
-    // recomputed in the direct form.
-    const bool winograd = kernel_size_ == 3;
-    run(winograd);
-    if (winograd && detail::has_nan(output)) run(false);
+    detail::run_winograd_or_direct(kernel_size_ == 3, output, run);
 }
 
 }  // namespace fusedconv
