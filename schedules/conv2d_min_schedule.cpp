@@ -62,27 +62,23 @@ void gpu_winograd(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLeve
     const int kh = blocks::kWinogradTaps;
     const Expr taps_3 = p.kh == kh;
 
-    w.tiles.compute_at(at)
-        .store_in(MemoryType::Register)
-        .bound_extent(w.i, T)
-        .bound_extent(w.t, tiles)
-        .bound_extent(v.y, ty)
-        .reorder(w.i, w.t, v.y, v.c, v.n)
-        .gpu_lanes(v.c)
-        .unroll(w.i)
-        .unroll(w.t)
-        .unroll(v.y);
+    // The output tiles and the transform-domain sums: per-lane register
+    // arrays over (point or pixel of a tile, tile, row), lane = channel.
+    auto in_lane_registers = [&](Func f, const Var &point, int points) {
+        f.compute_at(at)
+            .store_in(MemoryType::Register)
+            .bound_extent(point, points)
+            .bound_extent(w.t, tiles)
+            .bound_extent(v.y, ty)
+            .reorder(point, w.t, v.y, v.c, v.n)
+            .gpu_lanes(v.c)
+            .unroll(point)
+            .unroll(w.t)
+            .unroll(v.y);
+    };
+    in_lane_registers(w.tiles, w.i, T);
     Func m = w.m;
-    m.compute_at(at)
-        .store_in(MemoryType::Register)
-        .bound_extent(w.k, K)
-        .bound_extent(w.t, tiles)
-        .bound_extent(v.y, ty)
-        .reorder(w.k, w.t, v.y, v.c, v.n)
-        .gpu_lanes(v.c)
-        .unroll(w.k)
-        .unroll(w.t)
-        .unroll(v.y);
+    in_lane_registers(m, w.k, K);
     RVar rzo("rzo"), rzi("rzi");
     Stage upd = m.update();
     upd.split(w.r.y, rzo, rzi, chunk, TailStrategy::GuardWithIf)
