@@ -16,7 +16,7 @@ ConvWinogradX conv2d_winograd_x(Func input, Func weight, Func bias, Expr kw, Exp
     w.m = Func(name + "_m");
     w.tiles = Func(name + "_tiles");
     w.f = Func(name);
-    w.r = RDom(0, kh, 0, cin, name + "_r");
+    w.r = RDom(0, kWinogradTaps, 0, cin, name + "_r");
 
     w.source(v.x, v.y, v.c, v.n) = input(clamp(v.x, 0, in_w - 1), clamp(v.y, 0, in_h - 1),
                                          clamp(v.c, 0, cin - 1), v.n);

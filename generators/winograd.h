@@ -36,14 +36,15 @@ struct ConvWinogradX {
     Func u;       // (k, ky, ci, co): G g, the transformed rows of taps
     Func v;       // (k, t, y, ci, n): BT d, the transformed input rows
     Func m;       // (k, t, y, co, n): the transform-domain sums; the update sums over r
-    RDom r;       // (ky, ci)
+    RDom r;       // (ky, ci), ky over kWinogradTaps rows: a constant extent
     Func tiles;   // (i, t, y, co, n): the conv plus bias at x = 4t + i, or NaN (above)
     Func f;       // (x, y, co, n): tiles at (x % 4, x / 4)
 };
 // kw, kh, cin, cout: the weight buffer's extents; in_w, in_h: the input's
 // width and height. Same clamping contract as blocks::conv2d, and the tap
-// column is clamped to [0, kw) too, so any weight buffer may be passed; the
-// result is the convolution only when kw == 3 (the caller selects).
+// column and row are clamped to [0, kw) x [0, kh) too, so any weight buffer
+// may be passed; the result is the convolution only for a 3x3 kernel (the
+// caller selects; the tap rows' constant extent lets schedules unroll them).
 ConvWinogradX conv2d_winograd_x(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr cin,
                                 Expr cout, Expr in_w, Expr in_h,
                                 const std::string &name = "wino");

@@ -26,13 +26,11 @@ bool has_winograd(const Conv2dMinPipeline &p) { return !Internal::is_const_zero(
 // 1.6e-6); with constant staging extents (so the two forms share their
 // shared memory) 3.94 / 12.81, and with the direct form's chunk at 4 too
 // (the defaults) 3.76 / 12.40 (one later run); 16x4: 4.39 / 14.91; 32x3:
-// 6.80 / 25.6; 8x12: 6.94 / 23.4; 24x4: 6.95 / 25.7; 12x8: 9.43 / 35.6;
-// Winograd chunk 8 or
-// direct chunk 8 with Winograd chunk 8: fails to launch (Halide reserved
-// more than 48 KB while the two forms' staging sizes were not constants);
-// Winograd chunk 8 once they shared: 4.23 / 13.23. u computed
-// per block from the weights instead of copied (16x6, chunk 4): 4.78 /
-// 15.69. Capping registers (HL_CUDA_JIT_MAX_REGISTERS=168 for 12 warps per
+// 6.80 / 25.6; 8x12: 6.94 / 23.4; 24x4: 6.95 / 25.7; 12x8: 9.43 / 35.6.
+// Winograd chunk 8, with either direct chunk: failed to launch while the two
+// forms' staging sizes were not constants (Halide reserved more than 48 KB);
+// once they shared: 4.23 / 13.23. u computed per block from the weights
+// instead of copied (16x6, chunk 4): 4.78 / 15.69. Capping registers (HL_CUDA_JIT_MAX_REGISTERS=168 for 12 warps per
 // SM) spills: 6.30 / 24.7 (16x4).
 // The kernel's inner loop is 364 instructions for 288 FFMAs per input
 // channel (16x4) against 657 for 576 in the direct form; the staging per
@@ -54,13 +52,11 @@ void gpu_winograd(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLeve
     const int T = blocks::kWinogradTile, K = blocks::kWinogradPoints, tiles = tx / T;
     _halide_user_assert(tx % T == 0) << "gpu_tile_x must be a multiple of " << T
                                      << " (Winograd tiles), got " << tx;
-    // use_winograd holds only for 3x3 kernels: inside this form kh is 3. With
-    // constant extents its staging shares the kernel's shared memory with the
-    // direct form's (Halide reserves the larger of the two) instead of
-    // growing with the direct form's kernel size. The loops still specialize
-    // on kh == 3, so they may unroll.
+    // The form computes 3x3 kernels only, over a constant 3 tap rows: its
+    // loops unroll without specializing, and its constant-size staging shares
+    // the kernel's shared memory with the direct form's (Halide reserves the
+    // larger of the two) instead of growing with the direct form's kernel size.
     const int kh = blocks::kWinogradTaps;
-    const Expr taps_3 = p.kh == kh;
 
     // The output tiles and the transform-domain sums: per-lane register
     // arrays over (point or pixel of a tile, tile, row), lane = channel.
@@ -86,12 +82,11 @@ void gpu_winograd(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLeve
         .gpu_lanes(v.c)
         .unroll(w.t)
         .unroll(w.k)
-        .unroll(v.y);
-    upd.specialize(taps_3).unroll(w.r.x);
+        .unroll(v.y)
+        .unroll(w.r.x);
 
     // v: tiles innermost, so a lane's loads of one (k, row) for the tiles of
     // the row are adjacent (vector loads, broadcast to the warp).
-    Var fo("fo"), fl("fl"), job("job");
     w.v.compute_at(m, rzo)
         .store_in(MemoryType::GPUShared)
         .bound_extent(w.k, K)
@@ -100,12 +95,7 @@ void gpu_winograd(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLeve
         .bound_extent(v.c, chunk)
         .reorder_storage(w.t, w.k, v.y, v.c, v.n)
         .reorder(w.k, w.t, v.y, v.c, v.n);
-    unrolled_over_warp(w.v, taps_3, {w.t, v.y, v.c}, {w.k});
-    w.v.unroll(w.k)
-        .fuse(w.t, v.y, job)
-        .fuse(job, v.c, job)
-        .split(job, fo, fl, lanes, TailStrategy::GuardWithIf)
-        .gpu_threads(fl);
+    unrolled_over_warp(w.v, Expr(), {w.t, v.y, v.c}, {w.k});
     // u, once per call by a small kernel of its own (a thread per (ci, co)),
     // stored output channels innermost; each chunk's taps of the round's 32
     // channels are copied to shared memory, lanes over the channels
@@ -131,8 +121,7 @@ void gpu_winograd(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLeve
         .split(v.c, cq, cr, 4)
         .reorder(cr, cq, w.k, v.y, v.z)
         .vectorize(cr);
-    unrolled_over_warp(us, taps_3, {cq, w.k, v.y, v.z});
-    us.gpu_threads(cq);
+    unrolled_over_warp(us, Expr(), {cq, w.k, v.y, v.z});
 }
 
 // The direct form of one round of conv values: each lane accumulates its
@@ -143,8 +132,9 @@ void gpu_winograd(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLeve
 // gpu_channel_chunk input channels at a time.
 // Measured 2026-11-21, NVIDIA H200, default shapes, before the Winograd
 // form: 16x6 tile, chunk 8 (the defaults then) p25 4.32 ms, p32 14.77 ms
-// (41 TFLOP/s; ncu: FMA pipe 67% busy); before the staged weights were padded (below) 4.45 / 15.16, the
-// tune.py round that chose them (other tiles in conv2d_min_schedule.h).
+// (41 TFLOP/s; ncu: FMA pipe 67% busy); before the staged weights were
+// padded (below) 4.45 / 15.16, the tune.py round that chose them (other
+// tiles in conv2d_min_schedule.h).
 // 16x8 tile, chunk 4, round padded: p25 4.48, p32 15.75; ncu
 // (p25): FMA pipe 56% busy, 80% of the instructions FFMA, 8 warps per SM
 // (254 registers). Before the round's pixels were padded to 33 words
