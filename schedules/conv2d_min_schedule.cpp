@@ -17,9 +17,21 @@ bool has_winograd(const Conv2dMinPipeline &p) { return !Internal::is_const_zero(
 // channel 18 multiplies per tile row instead of 36. Per chunk of
 // gpu_winograd_chunk input channels the warp stages in shared memory the
 // transformed input rows v (a lane per (tile, row, channel), read straight
-// from global memory) and a copy of the round's transformed taps u (computed
-// once per call by a small kernel). The output transform runs per lane, in
-// registers.
+// from global memory). The transformed taps u are computed once per call by a
+// small kernel, and each lane reads its channel's straight from that global
+// buffer (through L1: 32 lanes, 128 consecutive bytes). The output transform
+// runs per lane, in registers.
+// Measured (H200, same runs, p25 / p32 ms): copying each chunk's taps of the
+// round's 32 channels to shared memory first (the former form): 3.70 / 12.30
+// against 3.59 / 11.90 reading them from L1. ncu on the former form (p25):
+// the load/store unit's data pipe 77% busy (shared loads 48% of its
+// wavefronts, shared stores 17%, the staging's global loads 34%), FMA pipe
+// 38%, 53% of cycles issuing; the copy made 3 passes over each tap value.
+// Two channels per lane (rounds of 64, each staged input row feeding twice
+// the FMAs; 144 sums in 16x3 or 8x6 tiles, 192 in 8x8 or 16x4), with the
+// taps from L1: p25 3.90-3.92 / p32 12.66-12.73 (16x3, 8x6), 3.89 / 14.2
+// (8x8, spills), 3.70 / 13.4 (16x4); not kept. Chunks of 8 or 2 (taps from
+// L1): 3.62-3.66 / 13.8 and 3.75 / 13.4.
 // Measured 2026-11-21, NVIDIA H200, default shapes, median of 10, same runs
 // (direct form: p25 4.72 ms, p32 15.28): 16x6, Winograd chunk 4: p25 4.04,
 // p32 12.88 (max abs error vs float64 1.3e-7 / 1.4e-6, direct 1.9e-7 /
@@ -97,10 +109,9 @@ void gpu_winograd(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLeve
         .reorder(w.k, w.t, v.y, v.c, v.n);
     unrolled_over_warp(w.v, Expr(), {w.t, v.y, v.c}, {w.k});
     // u, once per call by a small kernel of its own (a thread per (ci, co)),
-    // stored output channels innermost; each chunk's taps of the round's 32
-    // channels are copied to shared memory, lanes over the channels
-    // (coalesced loads, conflict-free stores and reads).
-    Var zc("zc"), zcb("zcb"), zct("zct"), cq("cq"), cr("cr");
+    // stored output channels innermost, so a round's 32 channels of one
+    // (point, row, input channel) are 128 consecutive bytes.
+    Var zc("zc"), zcb("zcb"), zct("zct");
     w.u.compute_root()
         .bound(w.k, 0, K)
         .bound(v.c, 0, (p.cout + lanes - 1) / lanes * lanes)
@@ -110,18 +121,6 @@ void gpu_winograd(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLeve
         .unroll(w.k)
         .fuse(v.z, v.c, zc)
         .gpu_tile(zc, zcb, zct, 64, TailStrategy::GuardWithIf);
-    Func us = w.u.in(m);
-    us.compute_at(m, rzo)
-        .store_in(MemoryType::GPUShared)
-        .bound_extent(w.k, K)
-        .bound_extent(v.y, kh)
-        .bound_extent(v.z, chunk)
-        .bound_extent(v.c, lanes)
-        .reorder_storage(v.c, w.k, v.y, v.z)
-        .split(v.c, cq, cr, 4)
-        .reorder(cr, cq, w.k, v.y, v.z)
-        .vectorize(cr);
-    unrolled_over_warp(us, Expr(), {cq, w.k, v.y, v.z});
 }
 
 // The direct form of one round of conv values: each lane accumulates its

@@ -28,11 +28,12 @@ struct Conv2dMinParams {
     // stays in shared memory while the chunk is staged, and 3x3 to 7x7
     // kernels must fit 48 KB (5x5 at chunk 8 failed to launch).
     Halide::GeneratorParam<int> gpu_channel_chunk{"gpu_channel_chunk", 4};
-    // GPU, Winograd form: the same for its transformed inputs and taps (the
-    // two forms share the kernel's shared memory, at most 48 KB). 4: 8
-    // measured slower (H200, p25 4.23 against 3.94 ms, p32 13.23 / 12.81),
-    // so did 2 (3.79 / 12.48 against 3.70 / 12.35; 2 with the direct
-    // form's chunk 2 as well, for less shared memory: 3.72 / 12.43).
+    // GPU, Winograd form: the same for its transformed input rows (the two
+    // forms share the kernel's shared memory, at most 48 KB). 4: 8 measured
+    // slower (H200, p25 3.62-3.66 against 3.59 ms, p32 13.8 / 11.9), so did
+    // 2 (3.75 / 13.4); with the taps still copied to shared memory as well,
+    // 8: 4.23 / 13.23 against 3.94 / 12.81, 2: 3.79 / 12.48 against 3.70 /
+    // 12.35.
     Halide::GeneratorParam<int> gpu_winograd_chunk{"gpu_winograd_chunk", 4};
     // Whether the libraries hold the Winograd form at all (generators/winograd.h);
     // false: the direct form only, whatever the `winograd` Input says (to
