@@ -31,7 +31,9 @@ bool has_winograd(const Conv2dMinPipeline &p) { return !Internal::is_const_zero(
 // the FMAs; 144 sums in 16x3 or 8x6 tiles, 192 in 8x8 or 16x4), with the
 // taps from L1: p25 3.90-3.92 / p32 12.66-12.73 (16x3, 8x6), 3.89 / 14.2
 // (8x8, spills), 3.70 / 13.4 (16x4); not kept. Chunks of 8 or 2 (taps from
-// L1): 3.62-3.66 / 13.8 and 3.75 / 13.4.
+// L1): 3.62-3.66 / 13.8 and 3.75 / 13.4. Copying the chunk's input window to
+// shared memory first (lanes along x, coalesced) and computing v from that
+// copy: 4.31 / 16.3 (chunk 8: 4.22-4.26 / 16.6) against 3.58 / 11.89.
 // Measured 2026-11-21, NVIDIA H200, default shapes, median of 10, same runs
 // (direct form: p25 4.72 ms, p32 15.28): 16x6, Winograd chunk 4: p25 4.04,
 // p32 12.88 (max abs error vs float64 1.3e-7 / 1.4e-6, direct 1.9e-7 /
