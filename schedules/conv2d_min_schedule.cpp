@@ -34,8 +34,9 @@ bool has_winograd(const Conv2dMinPipeline &p) { return !Internal::is_const_zero(
 // L1): 3.62-3.66 / 13.8 and 3.75 / 13.4. Copying the chunk's input window to
 // shared memory first (lanes along x, coalesced) and computing v from that
 // copy: 4.31 / 16.3 (chunk 8: 4.22-4.26 / 16.6) against 3.58 / 11.89.
-// Measured 2026-11-21, NVIDIA H200, default shapes, median of 10, same runs
-// (direct form: p25 4.72 ms, p32 15.28): 16x6, Winograd chunk 4: p25 4.04,
+// Measured earlier the same day, with the taps still copied to shared memory
+// (NVIDIA H200, default shapes, median of 10, same runs; direct form: p25
+// 4.72 ms, p32 15.28): 16x6, Winograd chunk 4: p25 4.04,
 // p32 12.88 (max abs error vs float64 1.3e-7 / 1.4e-6, direct 1.9e-7 /
 // 1.6e-6); with constant staging extents (so the two forms share their
 // shared memory) 3.94 / 12.81, and with the direct form's chunk at 4 too
@@ -44,8 +45,9 @@ bool has_winograd(const Conv2dMinPipeline &p) { return !Internal::is_const_zero(
 // Winograd chunk 8, with either direct chunk: failed to launch while the two
 // forms' staging sizes were not constants (Halide reserved more than 48 KB);
 // once they shared: 4.23 / 13.23. u computed per block from the weights
-// instead of copied (16x6, chunk 4): 4.78 / 15.69. Capping registers (HL_CUDA_JIT_MAX_REGISTERS=168 for 12 warps per
-// SM) spills: 6.30 / 24.7 (16x4).
+// instead of copied (16x6, chunk 4): 4.78 / 15.69. Capping registers
+// (HL_CUDA_JIT_MAX_REGISTERS=168 for 12 warps per SM) spills: 6.30 / 24.7
+// (16x4).
 // The kernel's inner loop is 364 instructions for 288 FFMAs per input
 // channel (16x4) against 657 for 576 in the direct form; the staging per
 // chunk (transformed rows and taps, 6/4 and 2x the direct form's) and 255
