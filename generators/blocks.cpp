@@ -20,13 +20,19 @@ Expr torch_clamp(Expr v, Expr lo, Expr hi) {
     return nan_min(nan_max(v, lo), hi);
 }
 
+Func clamped_input2d(Func input, Expr in_w, Expr in_h, Expr cin, const std::string &name) {
+    V v;
+    Func src(name);
+    src(v.x, v.y, v.c, v.n) = input(clamp(v.x, 0, in_w - 1), clamp(v.y, 0, in_h - 1),
+                                    clamp(v.c, 0, cin - 1), v.n);
+    return src;
+}
+
 Conv conv2d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr cin, Expr cout,
             Expr in_w, Expr in_h, const std::string &name) {
     V v;
     RDom r(0, kw, 0, kh, 0, cin, name + "_r");
-    Func src(name + "_src"), w(name + "_w");
-    src(v.x, v.y, v.c, v.n) = input(clamp(v.x, 0, in_w - 1), clamp(v.y, 0, in_h - 1),
-                                    clamp(v.c, 0, cin - 1), v.n);
+    Func src = clamped_input2d(input, in_w, in_h, cin, name + "_src"), w(name + "_w");
     w(v.x, v.y, v.z, v.c) = weight(v.x, v.y, clamp(v.z, 0, cin - 1), clamp(v.c, 0, cout - 1));
     Func f(name);
     f(v.x, v.y, v.c, v.n) = bias(clamp(v.c, 0, cout - 1));

@@ -51,6 +51,9 @@ struct Conv {
 // reading outside the buffers.
 Conv conv2d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr cin, Expr cout,
             Expr in_w, Expr in_h, const std::string &name = "conv");
+// The 2D input as a conv reads it, (x, y, c, n) clamped to [0, in_w) x
+// [0, in_h) x [0, cin): conv2d's `source`, and the Winograd form's.
+Func clamped_input2d(Func input, Expr in_w, Expr in_h, Expr cin, const std::string &name);
 Conv conv3d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr kd,
             Expr cin, Expr cout, Expr in_w, Expr in_h, Expr in_d,
             const std::string &name = "conv");

@@ -23,7 +23,7 @@ public:
         p = build_p32(input, weight, bias, input.dim(0).extent(), input.dim(1).extent(), scale,
                       weight.dim(0).extent(), weight.dim(1).extent(), weight.dim(2).extent(),
                       weight.dim(3).extent(),
-                      tunables.winograd_form ? Halide::Expr(winograd) : Halide::Internal::const_false());
+                      tunables.winograd_switch(winograd));
         blocks::V v;
         output(v.x, v.y, v.c, v.n) = p.output(v.x, v.y, v.c, v.n);
         // Winograd tiles start at multiples of 4 from output column 0: the

@@ -9,7 +9,6 @@ ConvWinogradX conv2d_winograd_x(Func input, Func weight, Func bias, Expr kw, Exp
     V v;
     ConvWinogradX w;
     const Var &k = w.k, &t = w.t, &i = w.i;
-    w.source = Func(name + "_src");
     w.weight = Func(name + "_w");
     w.u = Func(name + "_u");
     w.v = Func(name + "_v");
@@ -18,8 +17,7 @@ ConvWinogradX conv2d_winograd_x(Func input, Func weight, Func bias, Expr kw, Exp
     w.f = Func(name);
     w.r = RDom(0, kWinogradTaps, 0, cin, name + "_r");
 
-    w.source(v.x, v.y, v.c, v.n) = input(clamp(v.x, 0, in_w - 1), clamp(v.y, 0, in_h - 1),
-                                         clamp(v.c, 0, cin - 1), v.n);
+    w.source = clamped_input2d(input, in_w, in_h, cin, name + "_src");
     w.weight(v.x, v.y, v.z, v.c) = weight(clamp(v.x, 0, kw - 1), clamp(v.y, 0, kh - 1),
                                           clamp(v.z, 0, cin - 1), clamp(v.c, 0, cout - 1));
 

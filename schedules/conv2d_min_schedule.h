@@ -39,6 +39,11 @@ struct Conv2dMinParams {
     // false: the direct form only, whatever the `winograd` Input says (to
     // compare the two forms from one source).
     Halide::GeneratorParam<bool> winograd_form{"winograd_form", true};
+    // The generators' `winograd` Input as the pipeline takes it: constant
+    // false when the libraries hold the direct form only.
+    Halide::Expr winograd_switch(const Halide::Expr &requested) const {
+        return winograd_form ? requested : Halide::Internal::const_false();
+    }
     // CPU: vector width over x, and channels accumulated at once.
     Halide::GeneratorParam<int> cpu_vector{"cpu_vector", 8};
     Halide::GeneratorParam<int> cpu_channel_block{"cpu_channel_block", 8};
