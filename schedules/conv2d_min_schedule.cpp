@@ -34,6 +34,13 @@ bool has_winograd(const Conv2dMinPipeline &p) { return !Internal::is_const_zero(
 // L1): 3.62-3.66 / 13.8 and 3.75 / 13.4. Copying the chunk's input window to
 // shared memory first (lanes along x, coalesced) and computing v from that
 // copy: 4.31 / 16.3 (chunk 8: 4.22-4.26 / 16.6) against 3.58 / 11.89.
+// Staging the transformed rows of ALL input channels once per block (at the
+// block level, so the rounds share them; its shared memory grows with Cin,
+// so it needed the form limited to small Cin), H200, two runs, p25: 16x6
+// 4.16 / 4.18 ms against 3.62 / 3.59 (the block's 32 KB leave 7 blocks per
+// SM instead of 8, and the staging no longer overlaps a round); 16x4 3.52 /
+// 3.55 against the same 3.62 / 3.59. p32 (64 channels: 37 KB at 16x4) gave
+// no result. Not kept: 2% for a Cin limit on the form.
 // Measured earlier the same day, with the taps still copied to shared memory
 // (NVIDIA H200, default shapes, median of 10, same runs; direct form: p25
 // 4.72 ms, p32 15.28): 16x6, Winograd chunk 4: p25 4.04,
