@@ -134,7 +134,7 @@ public:
     void generate() {
         V v;
         Expr chain = blocks::dropout(
-            blocks::torch_clamp(blocks::nan_min(input(v.x), min_value), clamp_lo, clamp_hi), v.x,
+            blocks::min_then_clamp(input(v.x), min_value, clamp_lo, clamp_hi), v.x,
             seed, dropout_p, training);
         output(v.x) = select(op == 1, tanh(input(v.x)), chain);
     }

@@ -16,8 +16,18 @@ Expr nan_max(Expr a, Expr b) {
     return strict_float(select(is_nan(a), a, select(is_nan(b), b, max(a, b))));
 }
 
-Expr torch_clamp(Expr v, Expr lo, Expr hi) {
-    return nan_min(nan_max(v, lo), hi);
+// For v, m, lo, hi not NaN, min(max(min(v, m), lo), hi) = min(max(v, lo), upper)
+// with upper = min(hi, max(m, lo)): where lo <= m it is a clamp to
+// [lo, min(m, hi)] (all hi when hi < lo), and where m < lo every value
+// becomes min(lo, hi) = upper. The comparisons are false for NaN v, which
+// then passes through; NaN in m, lo or hi makes every value NaN, as the
+// chain of NaN-aware min/max does.
+Expr min_then_clamp(Expr v, Expr m, Expr lo, Expr hi) {
+    Expr bound_is_nan = is_nan(m) || is_nan(lo) || is_nan(hi);
+    Expr upper = min(hi, max(m, lo));
+    Expr r = select(v < lo, lo, v);
+    r = select(r > upper, upper, r);
+    return strict_float(select(bound_is_nan, std::numeric_limits<float>::quiet_NaN(), r));
 }
 
 Func clamped_input2d(Func input, Expr in_w, Expr in_h, Expr cin, const std::string &name) {

@@ -31,9 +31,11 @@ struct V {
 Expr nan_min(Expr a, Expr b);
 Expr nan_max(Expr a, Expr b);
 
-// torch.clamp(v, lo, hi) = min(max(v, lo), hi): when lo > hi every value
-// becomes hi; NaN in v, lo or hi propagates.
-Expr torch_clamp(Expr v, Expr lo, Expr hi);
+// torch.clamp(torch.min(v, m), lo, hi) = min(max(min(v, m), lo), hi):
+// when lo > hi every value becomes hi; NaN in v, m, lo or hi propagates.
+// Two comparisons and selects per element, not three NaN-aware min/max:
+// with scalar m, lo and hi the bounds fold into one clamp outside any loop.
+Expr min_then_clamp(Expr v, Expr m, Expr lo, Expr hi);
 
 // A 2D or 3D convolution with bias: stride 1, no padding, any kernel size.
 struct Conv {

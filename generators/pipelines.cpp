@@ -73,7 +73,7 @@ P83Pipeline build_p83(Func input, Func weight, Func bias, Func gamma, Func beta,
     Expr cpg = cout / prm.groups;
     p.stats = groupnorm_stats(p.conv.f, out_w, out_h, out_d, cpg, prm.eps);
     Expr normed = groupnorm_apply(p.conv.f, p.stats, gamma, beta, cpg, v.x, v.y, v.z, v.c, v.n);
-    Expr clamped = torch_clamp(nan_min(normed, prm.min_value), prm.clamp_lo, prm.clamp_hi);
+    Expr clamped = min_then_clamp(normed, prm.min_value, prm.clamp_lo, prm.clamp_hi);
     // The dropout mask is keyed on the element's index in the contiguous
     // PyTorch (N, C, D, H, W) output tensor.
     Expr index = (((v.n * cout + v.c) * out_d + v.z) * out_h + v.y) * out_w + v.x;

@@ -726,6 +726,35 @@ TEST(BlockElementwise, ClampWithMinAboveMaxGivesMax) {
     }
 }
 
+// The fused form (blocks::min_then_clamp) against the reference's chain of
+// NaN-aware min / max, for every ordering of the bounds, bounds that are NaN
+// or infinite, and inputs equal to a bound.
+TEST(BlockElementwise, MinThenClampMatchesTheChainForAnyBounds) {
+    const float inf = std::numeric_limits<float>::infinity();
+    const float bounds[] = {-1.0f, -0.25f, 0.0f, 0.5f, 1.0f, kNaNf, inf, -inf};
+    std::mt19937 rng(65);
+    std::vector<float> in = random_floats(61, rng, -2.0f, 2.0f);
+    for (float b : bounds) in.push_back(b);
+    in.push_back(-0.0f);
+    for (float m : bounds) {
+        for (float lo : bounds) {
+            for (float hi : bounds) {
+                ChainArgs a;
+                a.min_value = m;
+                a.clamp_lo = lo;
+                a.clamp_hi = hi;
+                const std::vector<float> out = run_chain(in, a);
+                ASSERT_TRUE(same_floats(out, ref_chain_all(in, a)))
+                    << "min_value " << m << ", clamp [" << lo << ", " << hi << "]";
+                if (std::isnan(m) || std::isnan(lo) || std::isnan(hi)) {
+                    ASSERT_TRUE(std::all_of(out.begin(), out.end(),
+                                            [](float v) { return std::isnan(v); }));
+                }
+            }
+        }
+    }
+}
+
 // ------------------------------------------------------------------ dropout
 
 constexpr size_t kDropoutN = 1 << 17;  // 131072 elements
