@@ -107,10 +107,11 @@ Expr groupnorm_apply(Func f5, const GroupNormStats &s, Func gamma, Func beta,
 // A 32-bit integer hash (lowbias32 by Chris Wellons): the dropout mask is a
 // pure function of (seed, element index) through it.
 Expr hash32(Expr v);
-// Uniform in [0, 1) with 24 bits, from (seed, index): same for both arguments.
-Expr uniform01(Expr seed, Expr index);
+// The mask's 24-bit draw from (seed, index), uniform on [0, 2^24); the
+// uniform in [0, 1) is draw24 * 2^-24 (exact in float32).
+Expr draw24(Expr seed, Expr index);
 // PyTorch dropout at one element. In training mode the element is kept when
-// uniform01(seed, index) >= p and then scaled by 1/(1-p), else multiplied by 0
+// draw24(seed, index) * 2^-24 >= p and then scaled by 1/(1-p), else multiplied by 0
 // (so NaN stays NaN, as with PyTorch's input * mask * scale); in eval mode it
 // is the identity.
 Expr dropout(Expr v, Expr index, Expr seed, Expr p, Expr training);

@@ -851,6 +851,31 @@ TEST(BlockDropout, ProbabilityOneZeroesEverythingInTraining) {
     EXPECT_EQ(r.zeros, kDropoutN);
 }
 
+// The keep test is an integer comparison with a threshold from p
+// (blocks::dropout); the mask must still be the reference's (uniform >= p in
+// floating point) for p outside (0, 1), at its ends, and NaN.
+TEST(BlockDropout, MaskMatchesTheReferenceForAnyP) {
+    const float inf = std::numeric_limits<float>::infinity();
+    // p equal to an element's uniform (kept) and one float above it (dropped):
+    // the threshold's rounding at a draw. The element's uniform is in
+    // [1/8, 1/4), where floats are 2^-26 apart, so `above` lies between two
+    // draws.
+    uint32_t i = 0;
+    while (!(ref::uniform01(5u, i) >= 0.125 && ref::uniform01(5u, i) < 0.25)) i++;
+    const float at = static_cast<float>(ref::uniform01(5u, i));
+    const float above = std::nextafter(at, 2.0f);
+    for (float p : {-inf, -0.5f, -0.0f, std::ldexp(1.0f, -30), std::ldexp(1.0f, -24), at, above,
+                    0.7f, 1.0f - std::ldexp(1.0f, -24), 1.5f, inf, kNaNf}) {
+        const DropoutRun r = run_dropout(p, true, 5u);  // asserts the reference's mask
+        if (!(p < 1.0f)) {  // 1.5, inf, NaN: every element dropped
+            EXPECT_EQ(r.zeros, kDropoutN) << "p " << p;
+        }
+        if (p <= 0.0f && std::isfinite(p)) {  // every element kept (-inf: kept as x / inf = 0)
+            EXPECT_EQ(r.zeros, 0u) << "p " << p;
+        }
+    }
+}
+
 TEST(BlockDropout, EvalModeIsIdentity) {
     for (float p : {0.0f, 0.5f, 1.0f}) {
         const DropoutRun r = run_dropout(p, false, 3u);
