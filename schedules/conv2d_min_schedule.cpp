@@ -41,6 +41,9 @@ bool has_winograd(const Conv2dMinPipeline &p) { return !Internal::is_const_zero(
 // SM instead of 8, and the staging no longer overlaps a round); 16x4 3.52 /
 // 3.55 against the same 3.62 / 3.59. p32 (64 channels: 37 KB at 16x4) gave
 // no result. Not kept: 2% for a Cin limit on the form.
+// Other tiles with the taps from L1 (H200, two runs, p25 / p32 ms, against
+// 3.58 / 11.90 for 16x6): 16x4 4.04 / 14.79, 8x8 4.47 / 18.3, 8x12 4.71 /
+// 15.45 (ptxas: 228, 216 and 254 registers).
 // Measured earlier the same day, with the taps still copied to shared memory
 // (NVIDIA H200, default shapes, median of 10, same runs; direct form: p25
 // 4.72 ms, p32 15.28): 16x6, Winograd chunk 4: p25 4.04,
