@@ -49,6 +49,11 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     // row of taps instead of 12; transform-domain sums in registers, input
     // transform inlined): 1.34-1.55 ms against 1.15 for this form, same run
     // (255 registers with spills); kept on branch p83-winograd-x-experiment.
+    // Two or four output depths a thread at once (the depth split, the conv
+    // in registers over depths too, so each input row feeds more of them),
+    // against 1.127-1.130 ms, same runs: 4 rows x 2 depths 1.256-1.263, 2 x 4
+    // 1.505-1.510, channel block 4 x 8 rows x 2 depths 1.245-1.247 (each at
+    // 255 registers, small spills in two); 8 rows x 2 depths spilled 1.5 KB.
     const int rows = t.gpu_rows_per_thread;
     // All output channels, rounded up to whole channel blocks: the channel
     // blocks of (2) read that many, and the conv's channel vectors then start
