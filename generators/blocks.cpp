@@ -38,12 +38,21 @@ Func clamped_input2d(Func input, Expr in_w, Expr in_h, Expr cin, const std::stri
     return src;
 }
 
+Func clamped_weight2d(Func weight, Expr kw, Expr kh, Expr cin, Expr cout,
+                      const std::string &name) {
+    V v;
+    Func w(name);
+    w(v.x, v.y, v.z, v.c) = weight(clamp(v.x, 0, kw - 1), clamp(v.y, 0, kh - 1),
+                                   clamp(v.z, 0, cin - 1), clamp(v.c, 0, cout - 1));
+    return w;
+}
+
 Conv conv2d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr cin, Expr cout,
             Expr in_w, Expr in_h, const std::string &name) {
     V v;
     RDom r(0, kw, 0, kh, 0, cin, name + "_r");
-    Func src = clamped_input2d(input, in_w, in_h, cin, name + "_src"), w(name + "_w");
-    w(v.x, v.y, v.z, v.c) = weight(v.x, v.y, clamp(v.z, 0, cin - 1), clamp(v.c, 0, cout - 1));
+    Func src = clamped_input2d(input, in_w, in_h, cin, name + "_src");
+    Func w = clamped_weight2d(weight, kw, kh, cin, cout, name + "_w");
     Func f(name);
     f(v.x, v.y, v.c, v.n) = bias(clamp(v.c, 0, cout - 1));
     f(v.x, v.y, v.c, v.n) += w(r.x, r.y, r.z, v.c) * src(v.x + r.x, v.y + r.y, r.z, v.n);

@@ -56,6 +56,11 @@ Conv conv2d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr cin, Expr
 // The 2D input as a conv reads it, (x, y, c, n) clamped to [0, in_w) x
 // [0, in_h) x [0, cin): conv2d's `source`, and the Winograd form's.
 Func clamped_input2d(Func input, Expr in_w, Expr in_h, Expr cin, const std::string &name);
+// The 2D weights as a conv reads them, (kx, ky, ci, co) clamped to
+// [0, kw) x [0, kh) x [0, cin) x [0, cout): conv2d's `weight` (whose taps stay
+// inside the kernel anyway), and the Winograd form's (3 taps whatever kw, kh).
+Func clamped_weight2d(Func weight, Expr kw, Expr kh, Expr cin, Expr cout,
+                      const std::string &name);
 Conv conv3d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr kd,
             Expr cin, Expr cout, Expr in_w, Expr in_h, Expr in_d,
             const std::string &name = "conv");

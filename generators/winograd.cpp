@@ -9,7 +9,6 @@ ConvWinogradX conv2d_winograd_x(Func input, Func weight, Func bias, Expr kw, Exp
     V v;
     ConvWinogradX w;
     const Var &k = w.k, &t = w.t, &i = w.i;
-    w.weight = Func(name + "_w");
     w.u = Func(name + "_u");
     w.v = Func(name + "_v");
     w.m = Func(name + "_m");
@@ -18,8 +17,7 @@ ConvWinogradX conv2d_winograd_x(Func input, Func weight, Func bias, Expr kw, Exp
     w.r = RDom(0, kWinogradTaps, 0, cin, name + "_r");
 
     w.source = clamped_input2d(input, in_w, in_h, cin, name + "_src");
-    w.weight(v.x, v.y, v.z, v.c) = weight(clamp(v.x, 0, kw - 1), clamp(v.y, 0, kh - 1),
-                                          clamp(v.z, 0, cin - 1), clamp(v.c, 0, cout - 1));
+    w.weight = clamped_weight2d(weight, kw, kh, cin, cout, name + "_w");
 
     // u = G g, G = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6;
     // 1/24 -1/12 1/6; 0 0 1] (interpolation points 0, -1, 1, -2, 2, infinity).
