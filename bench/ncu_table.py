@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Turns Nsight Compute CSV profiles of the Halide pipelines into a Markdown table of
+achieved FLOP/s and memory throughput per kernel.
+
+  python3 bench/ncu_table.py PROFILE.csv --peak-tflops 66.9 --peak-gbps 4814 [--out FILE]
+
+PROFILE.csv holds one or more `ncu --csv --page raw` outputs (bench/README.md has the
+command), each after a line `# problem: <id>` naming the model it profiled. Lines that are
+not part of a CSV table (the profiled program's own output, ncu's `==PROF==` lines) are
+skipped. Needed metrics, per kernel launch:
+
+  gpu__time_duration.sum, dram__bytes.sum, launch__registers_per_thread,
+  smsp__sass_thread_inst_executed_op_{ffma,fadd,fmul}_pred_on.sum,
+  sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,
+  smsp__issue_active.avg.pct_of_peak_sustained_active,
+  sm__warps_active.avg.pct_of_peak_sustained_active
+
+FLOP counts an FFMA as 2 and an FADD or FMUL as 1 (float32 instructions executed by
+threads whose predicate is on). The peaks (the device's float32 FMA rate and DRAM
+bandwidth; fusedconv_bench prints them as its "ceilings") only scale the two percentage
+columns. A kernel launched several times (the profile may cover a few forward calls) is
+reported once, by its last launch. Standard library only.
+"""
+
+import argparse
+import csv
+import io
+import re
+import sys
+
+TIME = "gpu__time_duration.sum"
+DRAM = "dram__bytes.sum"
+REGS = "launch__registers_per_thread"
+FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
+FADD = "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum"
+FMUL = "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum"
+FMA_PIPE = "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"
+ISSUE = "smsp__issue_active.avg.pct_of_peak_sustained_active"
+WARPS = "sm__warps_active.avg.pct_of_peak_sustained_active"
+REQUIRED = [TIME, DRAM, REGS, FFMA, FADD, FMUL, FMA_PIPE, ISSUE, WARPS]
+
+# Units ncu may print (with or without --print-units base), to seconds and bytes.
+TIME_UNITS = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3,
+              "ms": 1e-3, "second": 1.0, "s": 1.0}
+BYTE_UNITS = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12,
+              "KB": 1e3, "MB": 1e6, "GB": 1e9}
+PROBLEM_LINE = re.compile(r"^#\s*problem:\s*(\S+)\s*$")
+
+
+class ProfileError(ValueError):
+    """A profile that cannot be read; the message says where and why."""
+
+
+def number(text, where):
+    """A metric value: ncu may group digits with commas."""
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        raise ProfileError(f"{where}: {text!r} is not a number") from None
+
+
+def read_sections(text):
+    """Splits the file into (problem, [lines of its CSV table]) in order."""
+    sections, problem, table = [], None, None
+    for lineno, line in enumerate(text.splitlines(), 1):
+        m = PROBLEM_LINE.match(line)
+        if m:
+            problem, table = m.group(1), None
+            continue
+        if line.startswith('"ID",'):
+            if problem is None:
+                raise ProfileError(f"line {lineno}: a CSV table before any '# problem:' line")
+            table = [line]
+            sections.append((problem, table, lineno))
+        elif table is not None and line.startswith('"'):
+            table.append(line)
+        else:
+            table = None  # the program's own output ends a table
+    return sections
+
+
+def parse(text):
+    """Kernel launches as dicts: problem, kernel, grid, block and the metrics in base units."""
+    launches = []
+    for problem, lines, lineno in read_sections(text):
+        rows = list(csv.reader(io.StringIO("\n".join(lines))))
+        header = rows[0]
+        missing = [m for m in REQUIRED + ["Kernel Name", "Grid Size", "Block Size"]
+                   if m not in header]
+        if missing:
+            raise ProfileError(f"line {lineno} ({problem}): the table has no column "
+                               + ", ".join(missing))
+        col = {name: i for i, name in enumerate(header)}
+        units = {}
+        body = rows[1:]
+        if body and body[0][col["ID"]] == "":  # the units row
+            units = {name: body[0][i] for name, i in col.items()}
+            body = body[1:]
+        for r, row in enumerate(body, 1):
+            if len(row) != len(header):
+                raise ProfileError(f"line {lineno} ({problem}), launch {r}: "
+                                   f"{len(row)} fields, the header has {len(header)}")
+            where = f"{problem}, launch {r}"
+            time_unit = units.get(TIME) or "nsecond"
+            if time_unit not in TIME_UNITS:
+                raise ProfileError(f"{where}: duration unit {time_unit!r} unknown")
+            seconds = number(row[col[TIME]], where) * TIME_UNITS[time_unit]
+            if seconds <= 0:
+                raise ProfileError(f"{where}: a duration of {row[col[TIME]]} {time_unit}")
+            byte_unit = units.get(DRAM) or "byte"
+            if byte_unit not in BYTE_UNITS:
+                raise ProfileError(f"{where}: DRAM byte unit {byte_unit!r} unknown")
+            launches.append({
+                "problem": problem,
+                "kernel": row[col["Kernel Name"]],
+                "grid": row[col["Grid Size"]],
+                "block": row[col["Block Size"]],
+                "seconds": seconds,
+                "dram_bytes": number(row[col[DRAM]], where) * BYTE_UNITS[byte_unit],
+                "registers": int(number(row[col[REGS]], where)),
+                "flop": 2 * number(row[col[FFMA]], where) + number(row[col[FADD]], where)
+                        + number(row[col[FMUL]], where),
+                "fma_pipe_pct": number(row[col[FMA_PIPE]], where),
+                "issue_pct": number(row[col[ISSUE]], where),
+                "warps_pct": number(row[col[WARPS]], where),
+            })
+    if not launches:
+        raise ProfileError("no kernel launches found (no '# problem:' line followed by an "
+                           "ncu --csv --page raw table)")
+    return launches
+
+
+def last_launches(launches):
+    """Per (problem, kernel) the last launch, in the order the kernels first ran: a profile of
+    a few forward calls then shows each kernel once, warm (its first launch may include the
+    driver's JIT and cold caches)."""
+    last, order = {}, []
+    for k in launches:
+        key = (k["problem"], k["kernel"])
+        if key not in last:
+            order.append(key)
+        last[key] = k
+    return [last[key] for key in order]
+
+
+def short_name(kernel):
+    """Halide's kernel names without the _kernel_ prefix and the ___block_id suffix."""
+    name = re.sub(r"^_kernel_", "", kernel)
+    return re.sub(r"___block_id_[xyz](__\d+)?$", "", name)
+
+
+def table(launches, peak_tflops, peak_gbps):
+    out = ["| problem | kernel | grid | block | registers | time (us) | GFLOP/s | % of FP32 peak "
+           "| DRAM GB/s | % of DRAM peak | FMA pipe % | issue % | warps active % |",
+           "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for k in launches:
+        gflops = k["flop"] / k["seconds"] / 1e9
+        gbps = k["dram_bytes"] / k["seconds"] / 1e9
+        out.append(
+            f"| {k['problem']} | `{short_name(k['kernel'])}` | {k['grid']} | {k['block']} "
+            f"| {k['registers']} | {k['seconds'] * 1e6:.1f} | {gflops:.0f} "
+            f"| {100 * gflops / (peak_tflops * 1e3):.1f} | {gbps:.0f} | {100 * gbps / peak_gbps:.1f} "
+            f"| {k['fma_pipe_pct']:.1f} | {k['issue_pct']:.1f} | {k['warps_pct']:.1f} |")
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("profile", help="the ncu CSV profiles, each after a '# problem: <id>' line")
+    ap.add_argument("--peak-tflops", type=float, required=True,
+                    help="the device's float32 FMA peak, TFLOP/s")
+    ap.add_argument("--peak-gbps", type=float, required=True,
+                    help="the device's DRAM bandwidth, GB/s")
+    ap.add_argument("--out", help="write the table here (default: standard output)")
+    args = ap.parse_args(argv)
+    if args.peak_tflops <= 0 or args.peak_gbps <= 0:
+        ap.error(f"the peaks must be positive, got {args.peak_tflops} TFLOP/s and "
+                 f"{args.peak_gbps} GB/s")
+    try:
+        with open(args.profile, encoding="utf-8") as f:
+            launches = parse(f.read())
+    except (OSError, ProfileError) as e:
+        print(f"ncu_table.py: {args.profile}: {e}", file=sys.stderr)
+        return 2
+    text = table(last_launches(launches), args.peak_tflops, args.peak_gbps)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
