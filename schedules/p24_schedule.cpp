@@ -46,6 +46,13 @@ namespace {
 // - Unrolling fewer taps, for fewer registers: kx only 0.661 ms, kx and kz
 //   0.643 (the driver's JIT then takes 168 registers, 14.7% of the warp
 //   slots active instead of 12%, but 26% more instructions).
+//   2026-11-22 (medians of two runs each): kx and ky unrolled with the
+//   depth taps a rolled loop (as p83's conv has them), inside the input
+//   channel loop 0.474 / 0.474, outside it 0.481 / 0.497, against 0.432 /
+//   0.430 for the defaults (the thread's 2 depths then reload the input
+//   planes they share); at one depth, where nothing is shared, with the depth
+//   taps outside the channels: 5x3 pixels 0.458 / 0.456 (all taps unrolled:
+//   0.450 / 0.448), 5x4 pixels 0.564 / 0.563, against 0.434 / 0.437.
 // - Capping registers (HL_CUDA_JIT_MAX_REGISTERS 168 / 128 / 96, for more
 //   warps per SM): 0.564 / 0.543 / 0.672 ms.
 // - Without dense weights (generators/dense_layout.h), each tap's offset is

@@ -82,7 +82,8 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     // channels inside the depth taps, both rolled loops. Measured (H200, two
     // runs each, whole pipeline): 1.091-1.103 ms against 1.122-1.140 with all
     // 27 taps unrolled and the channels outermost; the depth taps rolled
-    // inside the channels: 1.105-1.115. ncu (conv kernel, H200): FMA pipe 58%
+    // inside the channels: 1.105-1.115; only kx unrolled (ky rolled too):
+    // 1.321-1.332 against 1.101-1.108. ncu (conv kernel, H200): FMA pipe 58%
     // against 55%, issuing 66% of cycles against 61%, the same 8 warps per SM:
     // offline ptxas (sm_90) takes 180 registers for this form, but the
     // driver's JIT still takes 251 (255 before). Capping them
