@@ -79,19 +79,19 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     conv.compute_at(kept, v.z).bound_extent(v.c, cb).bound_extent(v.y, rows)
         .vectorize(v.c, vec).unroll(v.c).unroll(v.y);
     // The taps: kx and ky unrolled (on a 3x3 specialization), the input
-    // channels inside the depth taps, both rolled loops. Measured (H200, two
-    // runs each, whole pipeline): 1.091-1.103 ms against 1.122-1.140 with all
-    // 27 taps unrolled and the channels outermost; the depth taps rolled
-    // inside the channels: 1.105-1.115; only kx unrolled (ky rolled too):
-    // 1.321-1.332 against 1.101-1.108. ncu (conv kernel, H200): FMA pipe 58%
-    // against 55%, issuing 66% of cycles against 61%, the same 8 warps per SM:
-    // offline ptxas (sm_90) takes 180 registers for this form, but the
-    // driver's JIT still takes 251 (255 before). Capping them
-    // (HL_CUDA_JIT_MAX_REGISTERS 184 / 168 / 128) is slower: 1.15 / 1.19 /
-    // 1.30 ms against 1.10. Smaller thread tiles, same runs: 8 rows x 4
-    // channels 1.294-1.309, 4 rows x 8 channels on 16x16 threads
-    // 1.279-1.299, 6 rows on 16x11 1.487-1.495 (tiles 16 wide also narrow the
-    // output kernel's: 1.620-1.626 with 8 rows x 8 channels).
+    // channels inside the depth taps, both rolled loops. Measured (H200,
+    // whole pipeline, medians of 10 calls, four runs of two each):
+    // 1.097-1.108 ms against 1.117-1.157 with all 27 taps unrolled and the
+    // channels outermost; the depth taps rolled inside the channels:
+    // 1.113-1.115; only kx unrolled (ky rolled too): 1.326-1.337. ncu (conv
+    // kernel): FMA pipe 58% against 55%, issuing 66% of cycles against 61%,
+    // the same 8 warps per SM: offline ptxas (sm_90) takes 180 registers for
+    // this form, but the driver's JIT still takes 251 (255 before). Capping
+    // them (HL_CUDA_JIT_MAX_REGISTERS 184 / 168 / 128) is slower: 1.16 / 1.20
+    // / 1.30 ms against 1.10. Smaller thread tiles: 8 rows x 4 channels
+    // 1.298-1.309, 4 rows x 8 channels on 16x16 threads 1.287-1.299, 6 rows
+    // on 16x11 1.491-1.495 (tiles 16 wide also narrow the output kernel's:
+    // 1.623-1.626 with 8 rows x 8 channels).
     Stage upd = conv.update();
     upd.reorder(v.c, v.y, p.conv.r.x, p.conv.r.y, p.conv.r.w, p.conv.r.z)
         .vectorize(v.c, vec).unroll(v.c).unroll(v.y);
