@@ -44,9 +44,10 @@ bool has_winograd(const Conv2dMinPipeline &p) { return !Internal::is_const_zero(
 // Other tiles with the taps from L1 (H200, two runs, p25 / p32 ms, against
 // 3.58 / 11.90 for 16x6): 16x4 4.04 / 14.79, 8x8 4.47 / 18.3, 8x12 4.71 /
 // 15.45 (ptxas: 228, 216 and 254 registers).
-// The update's loops otherwise ordered (H200, two runs, p25 / p32 ms,
-// against 3.59 / 11.89): the chunk's channel loop rzi unrolled 4.40-4.42 /
-// 17.19-17.28; the tap rows r.x outside rzi 4.97-4.98 / 22.9-23.3.
+// The update's loops otherwise ordered (H200, medians of two runs, p25 / p32
+// ms, against 3.59-3.60 / 11.90-11.91): the chunk's channel loop rzi
+// unrolled 4.41-4.42 / 17.21-17.28; the tap rows r.x outside rzi 4.98 /
+// 23.20-23.29.
 // Measured earlier the same day, with the taps still copied to shared memory
 // (NVIDIA H200, default shapes, median of 10, same runs; direct form: p25
 // 4.72 ms, p32 15.28): 16x6, Winograd chunk 4: p25 4.04,
