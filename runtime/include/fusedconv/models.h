@@ -63,6 +63,14 @@ private:
     int in_channels_, out_channels_, kernel_size_;
 };
 
+// p32 and p25 with 3x3 kernels compute the convolution by Winograd F(4, 3)
+// along x, check the result for the NaN with which that form marks the tiles
+// where it could differ from the direct form (a NaN or infinity in the
+// input, or sums that could overflow), and if there is one recompute the
+// batch in the direct form. On the GPU that check copies a count per sample
+// to the host, so their forward_into waits for the device to finish (the
+// other models copy nothing back to the host).
+
 // p32: Conv2d(in, out, k) -> x * scale_factor -> torch.min(x, dim=1, keepdim=True)[0].
 class Conv2dScaleMin : public Model {
 public:
