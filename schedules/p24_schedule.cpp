@@ -53,6 +53,12 @@ namespace {
 //   planes they share); at one depth, where nothing is shared, with the depth
 //   taps outside the channels: 5x3 pixels 0.458 / 0.456 (all taps unrolled:
 //   0.450 / 0.448), 5x4 pixels 0.564 / 0.563, against 0.434 / 0.437.
+// - ncu of the defaults (2026-11-22): the load path is not the limit (L1 35%
+//   busy, 1.8 wavefronts per global load, 97% hits); per issued
+//   instruction the warps stall on fixed-latency dependencies 0.55, dispatch
+//   0.48, global loads 0.40: with 8 warps per SM (255 registers) too few
+//   warps are ready. So a channel-innermost copy of the weights (p83's),
+//   which would only merge the warp's weight loads, was not tried.
 // - Capping registers (HL_CUDA_JIT_MAX_REGISTERS 168 / 128 / 96, for more
 //   warps per SM): 0.564 / 0.543 / 0.672 ms.
 // - Without dense weights (generators/dense_layout.h), each tap's offset is
