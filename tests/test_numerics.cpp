@@ -22,6 +22,8 @@
 #include "fusedconv/models.h"
 
 #include "p25_cpu.h"
+#include "p32_cpu.h"
+#include "p32_cuda.h"
 
 #include <gtest/gtest.h>
 
@@ -29,8 +31,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace {
@@ -319,6 +323,59 @@ TEST(WinogradFallback, TransformOverflowIsRecomputedInTheDirectForm) {
     const HostTensor ref = p25_reference(m, in);
     EXPECT_EQ(count_nan(ref), 0);
     EXPECT_TRUE(matches(m.forward(in), ref));
+}
+
+// Only the samples whose Winograd result holds NaN are recomputed in the
+// direct form, each run of consecutive ones on its own crop of the tensors:
+// the model's output is, sample by sample, bit for bit either the Winograd
+// form's alone or the direct form's alone. Of 5 samples, 0 holds a NaN and 2
+// and 3 values up to 3e38, which overflow the Winograd transforms on either
+// device (up to 3e37 did on the CPU only: on the GPU, contracted FMAs kept
+// the transforms finite); 1 and 4 keep the Winograd result. p32, whose
+// output (unlike p25's tanh) shows any overflow.
+TEST_P(Numerics, P32RecomputesOnlyTheSamplesWhoseWinogradResultHasNaN) {
+    Conv2dScaleMin m(3, 5, 3, 1.0f, choice(), 61);
+    const int64_t samples = 5, per_sample = 3 * 7 * 13;
+    Tensor in = random_tensor({samples, 3, 7, 13}, 62, -3.0f, 3.0f);
+    in.data()[20] = kNaN;  // sample 0
+    for (int64_t i = 2 * per_sample; i < 4 * per_sample; ++i) in.data()[i] *= 1e38f;
+    const Tensor x = on_device(in);
+    const Shape shape = m.output_shape(in.shape());
+    auto fn = device() == Device::GPU ? fusedconv_p32_cuda : fusedconv_p32_cpu;
+    auto one_form = [&](bool winograd) {
+        Tensor out = Tensor::empty(shape, device());
+        EXPECT_EQ(fn(x.raw(), m.conv_weight().raw(), m.conv_bias().raw(), 1.0f, winograd,
+                     out.raw()),
+                  0);
+        return out.to_vector();
+    };
+    const std::vector<float> winograd = one_form(true), direct = one_form(false);
+    const std::vector<float> got = m.forward(x).to_vector();
+    const size_t out_per_sample = got.size() / samples;
+    auto sample = [&](const std::vector<float> &v, int64_t n) {
+        return std::vector<float>(v.begin() + n * out_per_sample,
+                                  v.begin() + (n + 1) * out_per_sample);
+    };
+    auto same_bits = [](const std::vector<float> &a, const std::vector<float> &b) {
+        return std::equal(a.begin(), a.end(), b.begin(), [](float p, float q) {
+            return std::memcmp(&p, &q, sizeof p) == 0 || (std::isnan(p) && std::isnan(q));
+        });
+    };
+    for (int64_t n = 0; n < samples; ++n) {
+        SCOPED_TRACE("sample " + std::to_string(n));
+        const bool recomputed = n == 0 || n == 2 || n == 3;
+        const std::vector<float> w = sample(winograd, n);
+        EXPECT_EQ(count_nan(w) > 0, recomputed)
+            << "infinities in the Winograd result: "
+            << std::count_if(w.begin(), w.end(), [](float v) { return std::isinf(v); });
+        EXPECT_TRUE(same_bits(sample(got, n), sample(recomputed ? direct : winograd, n)));
+    }
+    // The two forms round differently somewhere in the samples kept, so the
+    // test tells them apart there.
+    EXPECT_FALSE(same_bits(sample(winograd, 1), sample(direct, 1)) &&
+                 same_bits(sample(winograd, 4), sample(direct, 4)));
+    EXPECT_EQ(count_nan(sample(got, 2)) + count_nan(sample(got, 3)), 0);
+    EXPECT_TRUE(matches(m.forward(x), p32_reference(m, in)));
 }
 
 TEST_P(Numerics, InfinitiesInP32BehaveLikePyTorchForEitherSignOfScale) {

@@ -6,21 +6,43 @@
 #include "count_nan_cpu.h"
 #include "count_nan_cuda.h"
 
-#include <HalideBuffer.h>
-
 namespace fusedconv::detail {
 
-bool has_nan(const Tensor &t) {
-    if (t.dim() != 4) throw Error("NaN check: needs a 4D tensor, got " + shape_string(t.shape()));
+namespace {
+
+void require_4d(const Tensor &t, const char *what) {
+    if (t.dim() != 4) {
+        throw Error(std::string(what) + ": needs a 4D tensor, got " + shape_string(t.shape()));
+    }
+}
+
+}  // namespace
+
+std::vector<bool> nan_per_sample(const Tensor &t) {
+    require_4d(t, "NaN check");
     Halide::Runtime::Buffer<int32_t> counts(static_cast<int>(t.shape()[0]));
     const bool gpu = t.device() == Device::GPU;
     auto fn = gpu ? fusedconv_count_nan_cuda : fusedconv_count_nan_cpu;
     check_halide(fn(t.raw(), counts.raw_buffer()), "NaN check of " + shape_string(t.shape()));
     if (gpu) check_halide(counts.copy_to_host(), "NaN check: copying the counts to the host");
-    for (int n = 0; n < counts.dim(0).extent(); n++) {
-        if (counts(n) != 0) return true;
+    std::vector<bool> nan(static_cast<size_t>(counts.dim(0).extent()));
+    for (int n = 0; n < counts.dim(0).extent(); n++) nan[n] = counts(n) != 0;
+    return nan;
+}
+
+Halide::Runtime::Buffer<float> sample_range(const Tensor &t, int first, int count) {
+    require_4d(t, "sample range");
+    const int64_t samples = t.shape()[0];
+    if (first < 0 || count < 1 || first + static_cast<int64_t>(count) > samples) {
+        throw Error("sample range: samples [" + std::to_string(first) + ", " +
+                    std::to_string(static_cast<int64_t>(first) + count) + ") of a tensor of shape " +
+                    shape_string(t.shape()));
     }
-    return false;
+    // A view of the tensor's buffer that owns nothing; cropping it along the
+    // samples (Halide's dimension 3) keeps the storage and, on the GPU, makes
+    // a device crop that the returned buffer releases.
+    Halide::Runtime::Buffer<float> whole(*t.raw());
+    return whole.cropped(3, first, count);
 }
 
 }  // namespace fusedconv::detail

@@ -1,27 +1,52 @@
-// Whether a 4D result holds a NaN: the check that tells the p25 and p32
-// models to recompute a Winograd result in the direct form (the Winograd form
-// marks with NaN every tile where it does not give the direct form's result;
-// generators/winograd.h).
+// The p25 and p32 forward: a Winograd result, checked for the NaN with which
+// that form marks every tile where it does not give the direct form's result
+// (generators/winograd.h), and recomputed in the direct form for the samples
+// that hold one.
 #pragma once
 
 #include "fusedconv/tensor.h"
 
+#include <HalideBuffer.h>
+
+#include <vector>
+
 namespace fusedconv::detail {
 
-// `t` must be a 4D tensor (on either device); throws Error naming its shape
-// otherwise. On the GPU: one small kernel, and N int32 counts copied to the
-// host.
-bool has_nan(const Tensor &t);
+// Per sample n of a 4D tensor (N, C, H, W), on either device: whether
+// t[n] holds a NaN. Throws Error naming the shape of a tensor that is not
+// 4D. On the GPU: one small kernel, and N int32 counts copied to the host
+// (so the call waits for the device).
+std::vector<bool> nan_per_sample(const Tensor &t);
 
-// The p25 and p32 forward: `run(true)` computes `output` in the Winograd form,
-// `run(false)` in the direct form. With `winograd` (a 3x3 kernel) the
-// Winograd form runs first, and its result is recomputed in the direct form
-// when it holds NaN: that form makes NaN every output whose tile's input or
-// sums are not all finite, where its result could differ from PyTorch's.
+// Samples [first, first + count) of a 4D tensor, on its device, sharing its
+// storage (a Halide crop: on the GPU a device crop, no copy).
+Halide::Runtime::Buffer<float> sample_range(const Tensor &t, int first, int count);
+
+// `run(winograd, input, output)` computes `output` from `input` (Halide
+// buffers: the whole tensors or the same samples of both) in the Winograd
+// form (true) or the direct form. With `winograd` (a 3x3 kernel) the
+// Winograd form runs on the batch first; then each run of consecutive
+// samples whose result holds NaN is recomputed in the direct form, which
+// gives PyTorch's NaN and infinities there. Other samples keep the Winograd
+// result.
 template <typename Run>
-void run_winograd_or_direct(bool winograd, const Tensor &output, Run run) {
-    run(winograd);
-    if (winograd && has_nan(output)) run(false);
+void run_winograd_or_direct(bool winograd, const Tensor &input, const Tensor &output, Run run) {
+    run(winograd, input.raw(), output.raw());
+    if (!winograd) return;
+    const std::vector<bool> nan = nan_per_sample(output);
+    const int samples = static_cast<int>(nan.size());
+    for (int first = 0; first < samples;) {
+        if (!nan[first]) {
+            ++first;
+            continue;
+        }
+        int end = first + 1;
+        while (end < samples && nan[end]) ++end;
+        Halide::Runtime::Buffer<float> in = sample_range(input, first, end - first);
+        Halide::Runtime::Buffer<float> out = sample_range(output, first, end - first);
+        run(false, in.raw_buffer(), out.raw_buffer());
+        first = end;
+    }
 }
 
 }  // namespace fusedconv::detail

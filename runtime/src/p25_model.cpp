@@ -39,11 +39,11 @@ void Conv2dMinTanhTanh::forward_into(const Tensor &input, Tensor &output) {
     check_input(input);
     check_output(input, output, output_shape(input.shape()));
     const std::string what = std::string(kName) + " forward on input " + shape_string(input.shape());
-    auto run = [&](bool winograd) {
+    auto run = [&](bool winograd, halide_buffer_t *in, halide_buffer_t *out) {
         auto fn = device_ == Device::GPU ? fusedconv_p25_cuda : fusedconv_p25_cpu;
-        detail::check_halide(fn(input.raw(), weight_.raw(), bias_.raw(), winograd, output.raw()), what);
+        detail::check_halide(fn(in, weight_.raw(), bias_.raw(), winograd, out), what);
     };
-    detail::run_winograd_or_direct(kernel_size_ == 3, output, run);
+    detail::run_winograd_or_direct(kernel_size_ == 3, input, output, run);
 }
 
 }  // namespace fusedconv

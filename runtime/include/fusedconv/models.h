@@ -66,8 +66,8 @@ private:
 // p32 and p25 with 3x3 kernels compute the convolution by Winograd F(4, 3)
 // along x, check the result for the NaN with which that form marks the tiles
 // where it could differ from the direct form (a NaN or infinity in the
-// input, or sums that could overflow), and if there is one recompute the
-// batch in the direct form. On the GPU that check copies a count per sample
+// input, or sums that could overflow), and recompute in the direct form the
+// samples that hold one. On the GPU that check copies a count per sample
 // to the host, so their forward_into waits for the device to finish (the
 // other models copy nothing back to the host).
 
