@@ -83,7 +83,9 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     // whole pipeline, medians of 10 calls, four runs of two each):
     // 1.097-1.108 ms against 1.117-1.157 with all 27 taps unrolled and the
     // channels outermost; the depth taps rolled inside the channels:
-    // 1.113-1.115; only kx unrolled (ky rolled too): 1.326-1.337. ncu (conv
+    // 1.113-1.115; only kx unrolled (ky rolled too): 1.326-1.337; ky
+    // innermost of the unrolled taps: 1.119-1.125 against 1.101-1.114 (7 rows
+    // a thread on 32x9 threads gave no result). ncu (conv
     // kernel): FMA pipe 58% against 55%, issuing 66% of cycles against 61%,
     // the same 8 warps per SM: offline ptxas (sm_90) takes 180 registers for
     // this form, but the driver's JIT still takes 251 (255 before). Capping
