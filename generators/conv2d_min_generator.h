@@ -4,7 +4,8 @@
 // `winograd` selects Winograd F(4, 3) along x when true and the kernel is
 // 3x3, the direct form otherwise. A Winograd result is NaN wherever the
 // input or its sums are not all finite (winograd.h); the runtime then calls
-// again with false.
+// again with false on the samples that hold such NaN
+// (runtime/src/nan_check.h).
 #pragma once
 
 #include "pipelines.h"

@@ -16,7 +16,7 @@
 // from the direct form's result. So every output of a tile whose transform
 // sums are not all finite (or large enough that the output transform could
 // overflow) is NaN, on purpose: a caller that finds NaN in a result computed
-// this way recomputes it in the direct form (see runtime/src/p25_model.cpp).
+// this way recomputes it in the direct form (see runtime/src/nan_check.h).
 //
 // Like blocks::conv2d this is an algorithm only.
 #pragma once
