@@ -61,20 +61,20 @@ namespace {
 //   which would only merge the warp's weight loads, was not tried.
 // - Winograd F(4, 3) along x (p25's transforms with a depth dimension; the
 //   runtime recomputing NaN samples in the direct form; branch
-//   p24-winograd-experiment), 2026-11-22, medians of three alternating
-//   runs against 0.437 ms for these defaults: 8x4 tiles of 4x2 pixels x 2
-//   depths x 3 channels (72 sums) 0.656; with the transformed taps stored
-//   (k, ky, kz) innermost, so their 54 offsets per channel are constants
-//   instead of 54 address registers (offline ptxas: 540 bytes of spills ->
-//   8) 0.565; plus the pixel groups innermost in the thread index 0.536 -
-//   0.543; 32x8 tiles, so a warp's tap loads are one address, 0.581 -
-//   0.588. Per input channel a thread's PTX has 776 FMAs and 258 loads for
-//   48 outputs, against the direct form's 1620 FMAs for 60: the transformed
-//   taps (54 per output channel) feed only 4 FMAs each. The same source with
-//   the form left out
-//   measured 0.49: the conv computed inside a split of the channel loop
-//   (which the two forms need, to specialize) costs the direct form 12%.
-//   Pixel groups innermost for the direct form (30x8 tiles): 0.585. Not kept.
+//   p24-winograd-experiment), 2026-11-22, medians of three alternating runs
+//   against 0.437-0.439 ms for these defaults: 8x4 tiles of 4x2 pixels x 2
+//   depths x 3 channels (72 sums) 0.655-0.663; with the transformed taps
+//   stored (k, ky, kz) innermost, so their 54 offsets per channel are
+//   constants instead of 54 address registers (offline ptxas: 540 bytes of
+//   spills -> 8) 0.565-0.581; plus the pixel groups innermost in the thread
+//   index 0.536-0.543; 32x8 tiles, so a warp's tap loads are one address,
+//   0.581-0.588. Per input channel a thread's PTX has 776 FMAs and 258 loads
+//   for 48 outputs, against the direct form's 1620 FMAs for 60: the
+//   transformed taps (54 per output channel) feed only 4 FMAs each. The
+//   same source with the form left out measured 0.492-0.497: the conv
+//   computed inside a split of the channel loop (which the two forms need,
+//   to specialize) costs the direct form 12%. Pixel groups innermost for the
+//   direct form (30x8 tiles): 0.585-0.589. Not kept.
 // - Capping registers (HL_CUDA_JIT_MAX_REGISTERS 168 / 128 / 96, for more
 //   warps per SM): 0.564 / 0.543 / 0.672 ms.
 // - Without dense weights (generators/dense_layout.h), each tap's offset is
