@@ -96,20 +96,21 @@ def parse(text):
         if body and body[0][col["ID"]] == "":  # the units row
             units = {name: body[0][i] for name, i in col.items()}
             body = body[1:]
+        # One units row per table: its units hold for every launch below it.
+        time_unit = units.get(TIME) or "nsecond"
+        if time_unit not in TIME_UNITS:
+            raise ProfileError(f"line {lineno} ({problem}): duration unit {time_unit!r} unknown")
+        byte_unit = units.get(DRAM) or "byte"
+        if byte_unit not in BYTE_UNITS:
+            raise ProfileError(f"line {lineno} ({problem}): DRAM byte unit {byte_unit!r} unknown")
         for r, row in enumerate(body, 1):
             if len(row) != len(header):
                 raise ProfileError(f"line {lineno} ({problem}), launch {r}: "
                                    f"{len(row)} fields, the header has {len(header)}")
             where = f"{problem}, launch {r}"
-            time_unit = units.get(TIME) or "nsecond"
-            if time_unit not in TIME_UNITS:
-                raise ProfileError(f"{where}: duration unit {time_unit!r} unknown")
             seconds = number(row[col[TIME]], where) * TIME_UNITS[time_unit]
             if seconds <= 0:
                 raise ProfileError(f"{where}: a duration of {row[col[TIME]]} {time_unit}")
-            byte_unit = units.get(DRAM) or "byte"
-            if byte_unit not in BYTE_UNITS:
-                raise ProfileError(f"{where}: DRAM byte unit {byte_unit!r} unknown")
             launches.append({
                 "problem": problem,
                 "kernel": row[col["Kernel Name"]],
