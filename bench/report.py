@@ -9,7 +9,8 @@ the Halide pipeline's time to the best PyTorch system's), and accuracy and memor
 problem and system. The PNG is a grouped bar chart of the times on a log scale, with each
 problem's direct-convolution roofline floor drawn as a dashed line.
 
-Needs matplotlib (Agg backend); not torch.
+The chart needs matplotlib (Agg backend); without it the Markdown is still written and the
+script says why there is no chart. Never needs torch.
 """
 
 import argparse
@@ -238,7 +239,11 @@ def markdown(path, records, png_name):
 
 
 def chart(png_path, records):
-    import matplotlib
+    """Writes the chart; returns None when written, else why not (a short phrase)."""
+    try:
+        import matplotlib
+    except ImportError:
+        return "matplotlib is not installed for %s" % sys.executable
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -248,7 +253,7 @@ def chart(png_path, records):
     rows = [row for row in rows
             if any(num((cell.get(row + (s,)) or {}).get("median_ms")) is not None for s in systems)]
     if not rows or not systems:
-        return False
+        return "no timings"
     floors = floors_for(records)
     devices = sorted({str(r.get("device")) for r in records})
 
@@ -294,7 +299,7 @@ def chart(png_path, records):
     fig.tight_layout()
     fig.savefig(png_path, dpi=130)
     plt.close(fig)
-    return True
+    return None
 
 
 def report(json_path, out_dir=None):
@@ -304,11 +309,12 @@ def report(json_path, out_dir=None):
     os.makedirs(out_dir, exist_ok=True)
     png_path = os.path.join(out_dir, stem + ".png")
     md_path = os.path.join(out_dir, stem + ".md")
-    have_png = chart(png_path, records)
-    text = markdown(json_path, records, os.path.basename(png_path) if have_png else None)
+    no_chart = chart(png_path, records)
+    text = markdown(json_path, records, None if no_chart else os.path.basename(png_path))
     with open(md_path, "w", encoding="utf-8") as f:
         f.write(text)
-    print("%s -> %s%s" % (json_path, md_path, (", " + png_path) if have_png else " (no timings: no chart)"))
+    print("%s -> %s%s" % (json_path, md_path,
+                          " (no chart: %s)" % no_chart if no_chart else ", " + png_path))
 
 
 def main(argv=None):
