@@ -97,12 +97,14 @@ def parse(text):
             units = {name: body[0][i] for name, i in col.items()}
             body = body[1:]
         # One units row per table: its units hold for every launch below it.
-        time_unit = units.get(TIME) or "nsecond"
-        if time_unit not in TIME_UNITS:
-            raise ProfileError(f"line {lineno} ({problem}): duration unit {time_unit!r} unknown")
-        byte_unit = units.get(DRAM) or "byte"
-        if byte_unit not in BYTE_UNITS:
-            raise ProfileError(f"line {lineno} ({problem}): DRAM byte unit {byte_unit!r} unknown")
+        def unit(metric, default, known, what):
+            name = units.get(metric) or default
+            if name not in known:
+                raise ProfileError(f"line {lineno} ({problem}): {what} unit {name!r} unknown")
+            return name
+
+        time_unit = unit(TIME, "nsecond", TIME_UNITS, "duration")
+        byte_unit = unit(DRAM, "byte", BYTE_UNITS, "DRAM byte")
         for r, row in enumerate(body, 1):
             if len(row) != len(header):
                 raise ProfileError(f"line {lineno} ({problem}), launch {r}: "
