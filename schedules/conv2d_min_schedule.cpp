@@ -75,6 +75,20 @@ bool has_winograd(const Conv2dMinPipeline &p) { return !Internal::is_const_zero(
 //    element x 4 tiles x 4 channels (winograd-multiwarp): p25 7.49 ms,
 //    p32 25.4 ms; ncu: FMA pipe 16%, stalls on global loads (U, input
 //    windows) and on the barriers between its five phases per round.
+// Where the time goes (ncu source counters, p25, H200, 2026-11-22; shares of
+// the warps' stall samples): the inner loop per input channel (432 FFMA, 48
+// LDS.128 of v, 18 loads of u, 54 integer ops addressing u) 59%; the
+// staging of v per chunk 20%, most of it waiting for its global loads (long
+// scoreboard); the fold of each round into the channel min 14%; the output
+// transform 6%. Per issued instruction a warp waits 0.65 cycles on
+// fixed-latency dependencies, 0.63 on global loads, 0.32 on dispatch, 0.31
+// on shared loads; issue 55%, FMA pipe 41%, LSU data pipe 60% (1.83
+// wavefronts per shared load: a broadcast LDS.128 costs about 2). So at 2
+// warps per scheduler (254 registers) the limit is latency, not the load
+// path: nothing overlaps a warp's staging loads but the other warp's FMAs.
+// Halide 14 cannot prefetch the next chunk: its prefetch directive stops
+// with an internal error on the PTX backend (no _halide_prefetch there), and
+// it would have every lane prefetch the whole window.
 void gpu_winograd(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLevel &at) {
     blocks::V v;
     blocks::ConvWinogradX &w = p.winograd;
@@ -249,6 +263,13 @@ void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
         .gpu_blocks(xo, yo, v.n);
 
     // Running channel min of the tile, in shared memory, one lane per pixel.
+    // Each lane folds its pixels one after the other (rl inside pixo).
+    // Measured (H200, 2026-11-22, alternating runs, medians of 20): the three
+    // pixels' min chains interleaved (pixo inside rl, so a lane has three
+    // independent chains in flight) p25 3.640-3.641 ms against 3.592, p32
+    // 11.874-11.875 against 11.910-11.924; not kept. The running min in
+    // registers instead (gpu_lanes, MemoryType::Register, out on gpu_lanes
+    // too) stops Halide 14 with an internal error (symbol not found).
     Func mn = p.min_channels.f;
     RVar rk("rk"), rl("rl");
     mn.compute_at(out, xo)
