@@ -313,6 +313,9 @@ def report(json_path, out_dir=None):
     text = markdown(json_path, records, None if no_chart else os.path.basename(png_path))
     with open(md_path, "w", encoding="utf-8") as f:
         f.write(text)
+    if no_chart and os.path.exists(png_path):
+        # Left in place (nothing is deleted), but said: it shows an earlier run's timings.
+        no_chart += "; %s is from an earlier run and does not show these timings" % png_path
     print("%s -> %s%s" % (json_path, md_path,
                           " (no chart: %s)" % no_chart if no_chart else ", " + png_path))
 

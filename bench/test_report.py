@@ -30,8 +30,11 @@ def record(system, median, err=1e-7):
 
 
 class Report(unittest.TestCase):
-    def run_report(self, records):
+    def run_report(self, records, stale_png=None):
         d = tempfile.mkdtemp()
+        if stale_png is not None:
+            with open(os.path.join(d, "nvidia-test-gpu.png"), "wb") as f:
+                f.write(stale_png)
         path = os.path.join(d, "nvidia-test-gpu.json")
         with open(path, "w", encoding="utf-8") as f:
             json.dump(records, f)
@@ -52,6 +55,16 @@ class Report(unittest.TestCase):
         # The ratio is Halide's median over the fastest torch-* median: 3.0 / 2.0.
         row = next(line for line in md.splitlines() if line.startswith("| p25 |"))
         self.assertIn("1.50 (halide vs torch-compile)", row)
+
+    def test_without_matplotlib_an_earlier_chart_is_kept_and_named_stale(self):
+        with mock.patch.dict(sys.modules, {"matplotlib": None}):
+            md, printed, d = self.run_report([record("halide", 3.0), record("torch-compile", 2.0)],
+                                             stale_png=b"earlier chart")
+        png = os.path.join(d, "nvidia-test-gpu.png")
+        self.assertIn("%s is from an earlier run and does not show these timings" % png, printed)
+        with open(png, "rb") as f:
+            self.assertEqual(f.read(), b"earlier chart")
+        self.assertNotIn("![", md)
 
     @unittest.skipUnless(HAVE_MATPLOTLIB, "matplotlib is not installed")
     def test_chart_written_and_linked(self):
