@@ -28,7 +28,7 @@ public:
             set_conv2d_min_estimates(*this, 128, 16, 64);
             return;
         }
-        schedules::schedule_conv2d_min(p, tunables, get_target());
+        schedules::schedule_p25(p, tunables, get_target());
     }
 
 private:

@@ -30,7 +30,7 @@ public:
             scale.set_estimate(2.0f);
             return;
         }
-        schedules::schedule_conv2d_min(p, tunables, get_target());
+        schedules::schedule_p32(p, tunables, get_target());
     }
 
 private:

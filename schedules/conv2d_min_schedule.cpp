@@ -89,7 +89,8 @@ bool has_winograd(const Conv2dMinPipeline &p) { return !Internal::is_const_zero(
 // Halide 14 cannot prefetch the next chunk: its prefetch directive stops
 // with an internal error on the PTX backend (no _halide_prefetch there), and
 // it would have every lane prefetch the whole window.
-void gpu_winograd(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLevel &at) {
+void gpu_winograd(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLevel &at,
+                  WinogradTapsLayout taps) {
     blocks::V v;
     blocks::ConvWinogradX &w = p.winograd;
     const int lanes = kWarpLanes, tx = t.gpu_tile_x, ty = t.gpu_tile_y, chunk = t.gpu_winograd_chunk;
@@ -141,14 +142,32 @@ void gpu_winograd(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLeve
         .reorder(w.k, w.t, v.y, v.c, v.n);
     unrolled_over_warp(w.v, Expr(), {w.t, v.y, v.c}, {w.k});
     // u, once per call by a small kernel of its own (a thread per (ci, co)),
-    // stored output channels innermost, so a round's 32 channels of one
-    // (point, row, input channel) are 128 consecutive bytes.
+    // laid out as `taps` says (conv2d_min_schedule.h): output channels
+    // innermost, so a round's 32 channels of one (point, row, input channel)
+    // are 128 consecutive bytes, or the points innermost, then the channels.
+    // Measured (H200, 2026-11-22, alternating runs on four machines, medians
+    // of 20): points innermost, p25 3.512-3.527 ms against 3.588-3.607 (the
+    // kernel's instructions -6.5%, registers 254 -> 209, still 8 warps per
+    // SM, now held there by shared memory too; LSU data pipe 60 -> 69%, L1
+    // hit rate 84 -> 94%); p32 on two machines 11.47-11.49 against
+    // 11.91-11.93, on the other two 12.83-12.88 against 11.91-11.94 (in
+    // every call of the process: ncu 12.74-12.81 against 11.84-11.89), so
+    // p32 keeps the channels innermost. Same runs, against points innermost
+    // (p25 / p32 ms): the 6 points padded to 8 and read as vectors (16 + 8
+    // bytes a row) 3.69 / 13.62 against 3.52 / 12.85; the tap rows innermost
+    // instead (their 6 addresses a channel) 3.56 / 13.38-13.44 against
+    // 3.52-3.53 / 11.47-11.48; Winograd chunks of 8 3.54-3.58 / 12.99
+    // against 3.52 / 12.86.
     Var zc("zc"), zcb("zcb"), zct("zct");
     w.u.compute_root()
         .bound(w.k, 0, K)
-        .bound(v.c, 0, (p.cout + lanes - 1) / lanes * lanes)
-        .reorder_storage(v.c, w.k, v.y, v.z)
-        .align_storage(v.c, lanes)
+        .bound(v.c, 0, (p.cout + lanes - 1) / lanes * lanes);
+    if (taps == WinogradTapsLayout::PointsInnermost) {
+        w.u.reorder_storage(w.k, v.c, v.y, v.z);
+    } else {
+        w.u.reorder_storage(v.c, w.k, v.y, v.z);
+    }
+    w.u.align_storage(v.c, lanes)
         .reorder(w.k, v.y, v.z, v.c)
         .unroll(w.k)
         .fuse(v.z, v.c, zc)
@@ -248,7 +267,7 @@ void gpu_direct(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLevel 
 // Only the conv is on gpu_lanes (a per-lane register array); the other stages
 // use gpu_threads over the same 32 threads, because Halide 14 inserts no
 // barriers at all in a kernel whose thread loops are all gpu_lanes.
-void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
+void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t, WinogradTapsLayout taps) {
     blocks::V v;
     const int lanes = kWarpLanes, tx = t.gpu_tile_x, ty = t.gpu_tile_y;
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), pix("pix"), pixo("pixo"), pixl("pixl");
@@ -315,7 +334,7 @@ void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
     const LoopLevel at(round, co);
     if (has_winograd(p)) {
         round.specialize(p.use_winograd);
-        gpu_winograd(p, t, at);
+        gpu_winograd(p, t, at, taps);
     }
     gpu_direct(p, t, at);
 }
@@ -391,12 +410,22 @@ void cpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
 
 }  // namespace
 
-void schedule_conv2d_min(Conv2dMinPipeline &p, const Conv2dMinParams &t, const Target &target) {
+void schedule_conv2d_min(Conv2dMinPipeline &p, const Conv2dMinParams &t, const Target &target,
+                         WinogradTapsLayout taps) {
     if (target.has_gpu_feature()) {
-        gpu(p, t);
+        gpu(p, t, taps);
     } else {
         cpu(p, t);
     }
+}
+
+// The taps layouts as measured (gpu_winograd's notes).
+void schedule_p25(Conv2dMinPipeline &p, const Conv2dMinParams &t, const Target &target) {
+    schedule_conv2d_min(p, t, target, WinogradTapsLayout::PointsInnermost);
+}
+
+void schedule_p32(Conv2dMinPipeline &p, const Conv2dMinParams &t, const Target &target) {
+    schedule_conv2d_min(p, t, target, WinogradTapsLayout::ChannelsInnermost);
 }
 
 }  // namespace fusedconv::schedules
