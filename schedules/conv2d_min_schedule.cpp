@@ -61,7 +61,10 @@ bool has_winograd(const Conv2dMinPipeline &p) { return !Internal::is_const_zero(
 // once they shared: 4.23 / 13.23. u computed per block from the weights
 // instead of copied (16x6, chunk 4): 4.78 / 15.69. Capping registers
 // (HL_CUDA_JIT_MAX_REGISTERS=168 for 12 warps per SM) spills: 6.30 / 24.7
-// (16x4).
+// (16x4). 2026-11-22, 16x6 with the taps then channels innermost (254
+// registers), two alternating runs against 3.59-3.60 / 11.92-11.94 uncapped:
+// caps 216 / 200 / 184 (9 / 10 / 11 warps per SM by registers) 3.80-3.83 /
+// 3.92 / 4.08-4.10 for p25, 14.29-14.34 / 14.98 / 16.05-16.14 for p32.
 // The kernel's inner loop is 364 instructions for 288 FFMAs per input
 // channel (16x4) against 657 for 576 in the direct form; the staging per
 // chunk (transformed rows and taps, 6/4 and 2x the direct form's) and 255

@@ -76,7 +76,9 @@ namespace {
 //   to specialize) costs the direct form 12%. Pixel groups innermost for the
 //   direct form (30x8 tiles): 0.585-0.589. Not kept.
 // - Capping registers (HL_CUDA_JIT_MAX_REGISTERS 168 / 128 / 96, for more
-//   warps per SM): 0.564 / 0.543 / 0.672 ms.
+//   warps per SM): 0.564 / 0.543 / 0.672 ms. 2026-11-22, two alternating
+//   runs against 0.428-0.440 uncapped: 216 / 200 / 184 (9 / 10 / 11 warps
+//   per SM) 0.442-0.445 / 0.442-0.453 / 0.455-0.459.
 // - Without dense weights (generators/dense_layout.h), each tap's offset is
 //   a runtime stride product held in a register: 0.477 ms (6x10). Requiring
 //   a dense input as well changes nothing (0.445 against 0.443, the same
