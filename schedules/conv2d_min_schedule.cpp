@@ -78,8 +78,9 @@ bool has_winograd(const Conv2dMinPipeline &p) { return !Internal::is_const_zero(
 //    element x 4 tiles x 4 channels (winograd-multiwarp): p25 7.49 ms,
 //    p32 25.4 ms; ncu: FMA pipe 16%, stalls on global loads (U, input
 //    windows) and on the barriers between its five phases per round.
-// Where the time goes (ncu source counters, p25, H200, 2026-11-22; shares of
-// the warps' stall samples): the inner loop per input channel (432 FFMA, 48
+// Where the time goes (ncu source counters, p25 with its taps then stored
+// channels innermost, as p32's still are; H200, 2026-11-22; shares of the
+// warps' stall samples): the inner loop per input channel (432 FFMA, 48
 // LDS.128 of v, 18 loads of u, 54 integer ops addressing u) 59%; the
 // staging of v per chunk 20%, most of it waiting for its global loads (long
 // scoreboard); the fold of each round into the channel min 14%; the output
