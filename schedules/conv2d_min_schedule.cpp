@@ -8,6 +8,17 @@ using namespace Halide;
 
 namespace {
 
+// Where the Winograd form's transformed taps u (per output channel and input
+// channel: 6 points x 3 tap rows) lie in global memory, which each lane reads
+// for its own output channel (gpu_winograd measures both):
+// - ChannelsInnermost: a warp's load of one (point, row) is 128 consecutive
+//   bytes, but each of the 18 loads per input channel needs its own address
+//   arithmetic (runtime strides);
+// - PointsInnermost: a lane's 6 points of a row are consecutive, so the 18
+//   loads share 3 addresses (constant offsets; fewer instructions and
+//   registers), but a warp's load spans 6 cache lines.
+enum class WinogradTapsLayout { ChannelsInnermost, PointsInnermost };
+
 // Whether the pipeline holds the Winograd form (Conv2dMinParams::winograd_form).
 bool has_winograd(const Conv2dMinPipeline &p) { return !Internal::is_const_zero(p.use_winograd); }
 
@@ -146,7 +157,7 @@ void gpu_winograd(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLeve
         .reorder(w.k, w.t, v.y, v.c, v.n);
     unrolled_over_warp(w.v, Expr(), {w.t, v.y, v.c}, {w.k});
     // u, once per call by a small kernel of its own (a thread per (ci, co)),
-    // laid out as `taps` says (conv2d_min_schedule.h): output channels
+    // laid out as `taps` says (WinogradTapsLayout): output channels
     // innermost, so a round's 32 channels of one (point, row, input channel)
     // are 128 consecutive bytes, or the points innermost, then the channels.
     // Measured (H200, 2026-11-22, alternating runs on four machines, medians
@@ -412,8 +423,6 @@ void cpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
     w.v.compute_at(at).bound_extent(w.k, K).reorder(w.k, w.t, v.y, v.c, v.n).unroll(w.k);
 }
 
-}  // namespace
-
 void schedule_conv2d_min(Conv2dMinPipeline &p, const Conv2dMinParams &t, const Target &target,
                          WinogradTapsLayout taps) {
     if (target.has_gpu_feature()) {
@@ -422,6 +431,8 @@ void schedule_conv2d_min(Conv2dMinPipeline &p, const Conv2dMinParams &t, const T
         cpu(p, t);
     }
 }
+
+}  // namespace
 
 // The taps layouts as measured (gpu_winograd's notes).
 void schedule_p25(Conv2dMinPipeline &p, const Conv2dMinParams &t, const Target &target) {

@@ -49,21 +49,8 @@ struct Conv2dMinParams {
     Halide::GeneratorParam<int> cpu_channel_block{"cpu_channel_block", 8};
 };
 
-// Where the Winograd form's transformed taps u (per output channel and input
-// channel: 6 points x 3 tap rows) lie in global memory, which each lane reads
-// for its own output channel (conv2d_min_schedule.cpp measures both):
-// - ChannelsInnermost: a warp's load of one (point, row) is 128 consecutive
-//   bytes, but each of the 18 loads per input channel needs its own address
-//   arithmetic (runtime strides);
-// - PointsInnermost: a lane's 6 points of a row are consecutive, so the 18
-//   loads share 3 addresses (constant offsets; fewer instructions and
-//   registers), but a warp's load spans 6 cache lines.
-enum class WinogradTapsLayout { ChannelsInnermost, PointsInnermost };
-
-void schedule_conv2d_min(Conv2dMinPipeline &p, const Conv2dMinParams &t,
-                         const Halide::Target &target, WinogradTapsLayout taps);
-
-// The shared schedule with each model's measured choice of taps layout.
+// The schedule p25 and p32 share, each with its own measured layout of the
+// Winograd form's transformed taps (conv2d_min_schedule.cpp).
 void schedule_p25(Conv2dMinPipeline &p, const Conv2dMinParams &t, const Halide::Target &target);
 void schedule_p32(Conv2dMinPipeline &p, const Conv2dMinParams &t, const Halide::Target &target);
 
