@@ -8,6 +8,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import sys
 import tempfile
 import unittest
@@ -32,6 +33,7 @@ def record(system, median, err=1e-7):
 class Report(unittest.TestCase):
     def run_report(self, records, stale_png=None):
         d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
         if stale_png is not None:
             with open(os.path.join(d, "nvidia-test-gpu.png"), "wb") as f:
                 f.write(stale_png)
