@@ -15,8 +15,11 @@ namespace fusedconv::tune {
 
 // Signatures of the generated functions (the generators' Inputs, then Output).
 using P24Fn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
-using P25Fn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
-using P32Fn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, float,
+// p25 and p32 take `winograd` (generators/conv2d_min_generator.h) before the
+// output; test_tune_signatures.cpp checks these against the generated headers.
+using P25Fn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, bool,
+                      halide_buffer_t *);
+using P32Fn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, float, bool,
                       halide_buffer_t *);
 using P83Fn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                       halide_buffer_t *, int32_t, float, float, float, float, float, bool,
