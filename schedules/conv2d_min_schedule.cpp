@@ -2,6 +2,8 @@
 #include "conv_taps.h"
 #include "warp_staging.h"
 
+#include <string>
+
 namespace fusedconv::schedules {
 
 using namespace Halide;
@@ -432,15 +434,25 @@ void schedule_conv2d_min(Conv2dMinPipeline &p, const Conv2dMinParams &t, const T
     }
 }
 
+// gpu_winograd_taps as a layout; "auto" is the model's measured one.
+WinogradTapsLayout taps_layout(const Conv2dMinParams &t, WinogradTapsLayout measured) {
+    const std::string taps = t.gpu_winograd_taps;
+    if (taps == "auto") return measured;
+    if (taps == "points") return WinogradTapsLayout::PointsInnermost;
+    if (taps == "channels") return WinogradTapsLayout::ChannelsInnermost;
+    throw CompileError("conv2d-min GPU schedule: gpu_winograd_taps must be auto, points or "
+                       "channels, not \"" + taps + "\"");
+}
+
 }  // namespace
 
 // The taps layouts as measured (gpu_winograd's notes).
 void schedule_p25(Conv2dMinPipeline &p, const Conv2dMinParams &t, const Target &target) {
-    schedule_conv2d_min(p, t, target, WinogradTapsLayout::PointsInnermost);
+    schedule_conv2d_min(p, t, target, taps_layout(t, WinogradTapsLayout::PointsInnermost));
 }
 
 void schedule_p32(Conv2dMinPipeline &p, const Conv2dMinParams &t, const Target &target) {
-    schedule_conv2d_min(p, t, target, WinogradTapsLayout::ChannelsInnermost);
+    schedule_conv2d_min(p, t, target, taps_layout(t, WinogradTapsLayout::ChannelsInnermost));
 }
 
 }  // namespace fusedconv::schedules

@@ -35,6 +35,11 @@ struct Conv2dMinParams {
     // 8: 4.23 / 13.23 against 3.94 / 12.81, 2: 3.79 / 12.48 against 3.70 /
     // 12.35.
     Halide::GeneratorParam<int> gpu_winograd_chunk{"gpu_winograd_chunk", 4};
+    // GPU, Winograd form: where its transformed taps lie in global memory
+    // (gpu_winograd in conv2d_min_schedule.cpp measures both): "points"
+    // innermost, "channels" innermost, or "auto": the model's measured
+    // choice (p25 points, p32 channels).
+    Halide::GeneratorParam<std::string> gpu_winograd_taps{"gpu_winograd_taps", "auto"};
     // Whether the libraries hold the Winograd form at all (generators/winograd.h);
     // false: the direct form only, whatever the `winograd` Input says (to
     // compare the two forms from one source).
@@ -50,7 +55,8 @@ struct Conv2dMinParams {
 };
 
 // The schedule p25 and p32 share, each with its own measured layout of the
-// Winograd form's transformed taps (conv2d_min_schedule.cpp).
+// Winograd form's transformed taps where gpu_winograd_taps is "auto"
+// (conv2d_min_schedule.cpp).
 void schedule_p25(Conv2dMinPipeline &p, const Conv2dMinParams &t, const Halide::Target &target);
 void schedule_p32(Conv2dMinPipeline &p, const Conv2dMinParams &t, const Halide::Target &target);
 

@@ -129,15 +129,18 @@ class SpaceTest(unittest.TestCase):
                 'struct P {\n  Halide::GeneratorParam<int> gpu_tile_x{"gpu_tile_x", 32};\n'
                 '  Halide::GeneratorParam<int> gpu_new{"gpu_new", 4};\n'
                 '  Halide::GeneratorParam<bool> gpu_flag{"gpu_flag", true};\n'
+                '  Halide::GeneratorParam<std::string> gpu_form{"gpu_form", "auto"};\n'
                 '  Halide::GeneratorParam<int> cpu_vector{"cpu_vector", 8};\n};\n')
             self.assertEqual(tune.header_params(root / "schedules" / "x.h"),
-                             {"gpu_tile_x": 32, "gpu_new": 4, "gpu_flag": True, "cpu_vector": 8})
+                             {"gpu_tile_x": 32, "gpu_new": 4, "gpu_flag": True, "gpu_form": "auto",
+                              "cpu_vector": 8})
             spec = small_spec(header="schedules/x.h")
             space = {"p24_cuda": tune.LibSpace("p24_cuda", spec)}
             errors, warnings = tune.check_space_against_headers(space, repo=root)
             self.assertEqual(len(errors), 2)  # gpu_tile_y, gpu_channel_block are not declared
             self.assertTrue(any("gpu_new" in w for w in warnings))
             self.assertTrue(any("gpu_flag" in w for w in warnings))
+            self.assertTrue(any("gpu_form" in w for w in warnings))
             self.assertTrue(any("default is 16" in w for w in warnings))
             self.assertFalse(any("cpu_vector" in w for w in warnings))
             self.assertEqual(tune.reference_point(space["p24_cuda"], repo=root)["gpu_tile_x"], 32)

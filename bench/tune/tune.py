@@ -282,7 +282,7 @@ def load_space(path=SPACE_FILE):
     return {lib: LibSpace(lib, spec) for lib, spec in libs.items()}
 
 
-_PARAM_RE = re.compile(r'GeneratorParam<\s*(\w+)\s*>\s+\w+\s*\{\s*"(\w+)"\s*,\s*([^,}]+?)\s*[,}]')
+_PARAM_RE = re.compile(r'GeneratorParam<\s*([\w:]+)\s*>\s+\w+\s*\{\s*"(\w+)"\s*,\s*([^,}]+?)\s*[,}]')
 
 
 def header_params(path):
@@ -294,6 +294,8 @@ def header_params(path):
         try:
             if typ == "bool":
                 val = d == "true"
+            elif typ in ("std::string", "string"):
+                val = d[1:-1] if len(d) >= 2 and d[0] == d[-1] == '"' else d
             elif typ in ("float", "double"):
                 val = float(d.rstrip("fF"))
             else:
