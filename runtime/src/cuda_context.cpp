@@ -95,6 +95,12 @@ std::string try_init() {
     if (CUresult r = d.cuDevicePrimaryCtxRetain(&d.primary, dev)) {
         return "cuDevicePrimaryCtxRetain failed: " + describe(r);
     }
+    // The context's cache preference (cuCtxSetCacheConfig) stays the
+    // driver's: measured (H200, 2026-11-22, two runs each, p24 / p25 / p32 /
+    // p83 ms) against 0.421-0.424 / 3.463 / 11.84 / 1.10-1.11 with none set:
+    // prefer shared 0.436-0.442 / 3.461 / 11.84 / 1.20-1.22, prefer equal
+    // 0.427-0.433 / 4.33-4.37 / 14.5 / 1.14, prefer L1 0.89-0.90 / 16.4 /
+    // 64.6 / 1.10 (fewer blocks per SM fit in the smaller shared memory).
     // Halide 14's CUDA runtime JIT-compiles each kernel's PTX with at most
     // 64 registers per thread unless HL_CUDA_JIT_MAX_REGISTERS says
     // otherwise; the GPU schedules keep a whole tile of accumulators in
