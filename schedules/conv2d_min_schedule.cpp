@@ -174,7 +174,13 @@ void gpu_winograd(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLeve
     // bytes a row) 3.69 / 13.62 against 3.52 / 12.85; the tap rows innermost
     // instead (their 6 addresses a channel) 3.56 / 13.38-13.44 against
     // 3.52-3.53 / 11.47-11.48; Winograd chunks of 8 3.54-3.58 / 12.99
-    // against 3.52 / 12.86.
+    // against 3.52 / 12.86. A tuning round over tiles x layouts (bench/tune,
+    // gpu_winograd_taps; one H200, 2026-11-22, medians of 20, p25 / p32 ms,
+    // points / channels innermost): 16x6 3.51 / 3.59 and 11.47-11.52 /
+    // 11.90-11.93 (this machine one of the fast ones for p32's points);
+    // 16x4 4.01 / 4.05 and 13.9 / 14.3-14.4; 24x4 4.41 / 4.57 and 15.8 /
+    // 17.2; 8x8 4.70 / 4.48 and 16.3 / 18.4; 8x4 6.50 / 6.16 and 22.6-22.8 /
+    // 22.1-22.5.
     Var zc("zc"), zcb("zcb"), zct("zct");
     w.u.compute_root()
         .bound(w.k, 0, K)
@@ -299,13 +305,16 @@ void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t, WinogradTapsLayout taps
         .gpu_blocks(xo, yo, v.n);
 
     // Running channel min of the tile, in shared memory, one lane per pixel.
-    // Each lane folds its pixels one after the other (rl inside pixo).
-    // Measured (H200, 2026-11-22, alternating runs, medians of 20): the three
-    // pixels' min chains interleaved (pixo inside rl, so a lane has three
-    // independent chains in flight) p25 3.640-3.641 ms against 3.592, p32
-    // 11.874-11.875 against 11.910-11.924; not kept. The running min in
-    // registers instead (gpu_lanes, MemoryType::Register, out on gpu_lanes
-    // too) stops Halide 14 with an internal error (symbol not found).
+    // Each lane folds its pixels together (pixo inside rl, unrolled): three
+    // independent min chains in flight instead of one after the other.
+    // Measured (H200, 2026-11-22, alternating runs, medians of 20), with
+    // blocks::nan_min's one comparison and one select: p25 3.387-3.391 ms
+    // against 3.456-3.465 one pixel after the other, p32 11.80-11.81 against
+    // 11.83-11.85. With the former nan_min (three selects) the interleaved
+    // order had measured slower: p25 3.640 against 3.592, p32 11.87 against
+    // 11.91-11.92. The running min in registers instead (gpu_lanes,
+    // MemoryType::Register, out on gpu_lanes too) stops Halide 14 with an
+    // internal error (symbol not found).
     Func mn = p.min_channels.f;
     RVar rk("rk"), rl("rl");
     mn.compute_at(out, xo)
@@ -322,7 +331,7 @@ void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t, WinogradTapsLayout taps
         .reorder(rl, v.x, v.y, rk)
         .fuse(v.x, v.y, pix)
         .split(pix, pixo, pixl, lanes)
-        .reorder(rl, pixo, pixl, rk)
+        .reorder(pixo, rl, pixl, rk)
         .unroll(pixo)
         .gpu_threads(pixl);
 
