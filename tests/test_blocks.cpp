@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -425,6 +426,36 @@ TEST(BlockMinChannels, NaNAtAnyChannelPropagatesToItsPixelOnly) {
         EXPECT_TRUE(all_close(out, ref::min_over_channels(in.host()), 0.0));
         EXPECT_EQ(count_nan(out), planted);
     }
+}
+
+TEST(BlockMinChannels, InfinitiesZerosAndSeveralNaNsPerPixel) {
+    // Every ordered pair of special values, in both channel orders and with a
+    // finite value before, between and after them: blocks::nan_min compares
+    // once and selects once, so each pixel's fold must still give NaN when
+    // any channel is NaN (one or two of them, first or last), -inf / +inf
+    // where they are the smallest, and the smallest finite value otherwise.
+    const float inf = std::numeric_limits<float>::infinity();
+    const std::vector<float> special = {kNaNf, inf, -inf, 0.0f, -0.0f, 2.5f, -7.0f};
+    const int64_t C = 5;
+    std::vector<std::array<float, 5>> rows;
+    for (float a : special)
+        for (float b : special) {
+            rows.push_back({a, b, 1.0f, 3.0f, -1.0f});
+            rows.push_back({1.0f, a, -1.0f, b, 3.0f});
+            rows.push_back({3.0f, -1.0f, 1.0f, a, b});
+        }
+    const int64_t W = static_cast<int64_t>(rows.size());
+    std::mt19937 rng(1);
+    Tensor in = random_tensor({1, C, 1, W}, rng);
+    for (int64_t x = 0; x < W; x++)
+        for (int64_t c = 0; c < C; c++) in.at({0, c, 0, x}) = rows[x][c];
+    const HostTensor out = run_min_channels(in);
+    EXPECT_TRUE(all_close(out, ref::min_over_channels(in.host()), 0.0));
+    int64_t expected_nan = 0;
+    for (const auto &r : rows) expected_nan += std::any_of(r.begin(), r.end(), [](float v) {
+        return std::isnan(v);
+    });
+    EXPECT_EQ(count_nan(out), expected_nan);
 }
 
 TEST(BlockMinChannels, NegatedInputGivesMaximum) {
