@@ -114,8 +114,7 @@ public:
             // Winograd form for a 3x3 kernel, the samples whose result holds
             // NaN recomputed in the direct form; so every candidate is timed
             // on the path a user's call takes.
-            const Tensor &weight = model_->conv_weight();
-            const bool winograd = weight.shape()[2] == 3 && weight.shape()[3] == 3;
+            const bool winograd = detail::winograd_applies(model_->conv_weight());
             auto run = [&](bool wino, halide_buffer_t *in, halide_buffer_t *o) {
                 detail::check_halide(e.p25 ? e.p25(in, w, b, wino, o)
                                            : e.p32(in, w, b, m32_->scale_factor(), wino, o),

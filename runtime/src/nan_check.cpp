@@ -18,6 +18,11 @@ void require_4d(const Tensor &t, const char *what) {
 
 }  // namespace
 
+bool winograd_applies(const Tensor &weight) {
+    require_4d(weight, "Winograd form");
+    return weight.shape()[2] == 3 && weight.shape()[3] == 3;
+}
+
 std::vector<bool> nan_per_sample(const Tensor &t) {
     require_4d(t, "NaN check");
     Halide::Runtime::Buffer<int32_t> counts(static_cast<int>(t.shape()[0]));

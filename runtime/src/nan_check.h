@@ -22,6 +22,11 @@ std::vector<bool> nan_per_sample(const Tensor &t);
 // storage (a Halide crop: on the GPU a device crop, no copy).
 Halide::Runtime::Buffer<float> sample_range(const Tensor &t, int first, int count);
 
+// Whether the p25 / p32 generators' Winograd form computes the conv with
+// these weights (Cout, Cin, kh, kw): 3x3 kernels only (generators/winograd.h).
+// The models and the tuning binary ask here, so they take the same path.
+bool winograd_applies(const Tensor &weight);
+
 // `run(winograd, input, output)` computes `output` from `input` (Halide
 // buffers: the whole tensors or the same samples of both) in the Winograd
 // form (true) or the direct form. With `winograd` (a 3x3 kernel) the

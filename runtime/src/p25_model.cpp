@@ -43,7 +43,7 @@ void Conv2dMinTanhTanh::forward_into(const Tensor &input, Tensor &output) {
         auto fn = device_ == Device::GPU ? fusedconv_p25_cuda : fusedconv_p25_cpu;
         detail::check_halide(fn(in, weight_.raw(), bias_.raw(), winograd, out), what);
     };
-    detail::run_winograd_or_direct(kernel_size_ == 3, input, output, run);
+    detail::run_winograd_or_direct(detail::winograd_applies(weight_), input, output, run);
 }
 
 }  // namespace fusedconv

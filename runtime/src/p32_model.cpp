@@ -45,7 +45,7 @@ void Conv2dScaleMin::forward_into(const Tensor &input, Tensor &output) {
         auto fn = device_ == Device::GPU ? fusedconv_p32_cuda : fusedconv_p32_cpu;
         detail::check_halide(fn(in, weight_.raw(), bias_.raw(), scale_, winograd, out), what);
     };
-    detail::run_winograd_or_direct(kernel_size_ == 3, input, output, run);
+    detail::run_winograd_or_direct(detail::winograd_applies(weight_), input, output, run);
 }
 
 }  // namespace fusedconv
