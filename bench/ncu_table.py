@@ -79,6 +79,14 @@ def read_sections(text):
     return sections
 
 
+def table_unit(units, metric, default, known, what, where):
+    """The unit of `metric` in a table's units row (`default` without one), checked."""
+    name = units.get(metric) or default
+    if name not in known:
+        raise ProfileError(f"{where}: {what} unit {name!r} unknown")
+    return name
+
+
 def parse(text):
     """Kernel launches as dicts: problem, kernel, grid, block and the metrics in base units."""
     launches = []
@@ -97,14 +105,9 @@ def parse(text):
             units = {name: body[0][i] for name, i in col.items()}
             body = body[1:]
         # One units row per table: its units hold for every launch below it.
-        def unit(metric, default, known, what):
-            name = units.get(metric) or default
-            if name not in known:
-                raise ProfileError(f"line {lineno} ({problem}): {what} unit {name!r} unknown")
-            return name
-
-        time_unit = unit(TIME, "nsecond", TIME_UNITS, "duration")
-        byte_unit = unit(DRAM, "byte", BYTE_UNITS, "DRAM byte")
+        where = f"line {lineno} ({problem})"
+        time_unit = table_unit(units, TIME, "nsecond", TIME_UNITS, "duration", where)
+        byte_unit = table_unit(units, DRAM, "byte", BYTE_UNITS, "DRAM byte", where)
         for r, row in enumerate(body, 1):
             if len(row) != len(header):
                 raise ProfileError(f"line {lineno} ({problem}), launch {r}: "
