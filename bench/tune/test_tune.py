@@ -160,6 +160,42 @@ class SpaceTest(unittest.TestCase):
             self.assertEqual(sum(q[k] != p[k] for k in p), 2)
         self.assertIn({"gpu_tile_x": 16, "gpu_tile_y": 4, "gpu_channel_block": 24}, n2)
 
+    def alias_spec(self, **taps):
+        params = dict(small_spec()["params"])
+        params["gpu_taps"] = {"values": ["channels", "points"], "aliases": {"auto": "points"},
+                              "default": "auto", **taps}
+        return small_spec(params=params)
+
+    def test_aliases_are_one_point(self):
+        s = tune.LibSpace("p24_cuda", self.alias_spec())
+        auto = dict(s.default)
+        points = {**auto, "gpu_taps": "points"}
+        self.assertEqual(s.key(auto), s.key(points))
+        self.assertNotEqual(s.key(auto), s.key({**auto, "gpu_taps": "channels"}))
+        self.assertEqual(s.canonical(auto), points)
+        # Refinement steps from the default start at the value its alias stands for.
+        self.assertIn({**auto, "gpu_taps": "channels"}, s.neighbors(auto, 1))
+        # The default is measured anyway: its alias's point is never picked as a candidate.
+        got = tune.select_candidates(s, fresh_ls(), 10**6, random.Random(0), auto, grid_max=0)
+        keys = [s.key(q) for q, _, _ in got]
+        self.assertEqual(len(got), len(s.all_points()) - 1)
+        self.assertNotIn(s.key(points), keys)
+        self.assertEqual(len(set(keys)), len(keys))
+
+    def test_bad_aliases_rejected(self):
+        for taps in ({"aliases": {"points": "channels"}},  # an alias that is also a candidate
+                     {"aliases": {"auto": "rows"}},        # a target that is not a candidate
+                     {"aliases": {}},                      # the default "auto" is then nothing
+                     {"default": "rows"}):
+            with self.subTest(taps=taps), self.assertRaises(tune.TuneError):
+                tune.LibSpace("p24_cuda", self.alias_spec(**taps))
+
+    def test_repository_aliases_resolve_as_the_schedule_does(self):
+        # schedules/conv2d_min_schedule.cpp: "auto" is points innermost for p25, channels for p32.
+        space = tune.load_space()
+        self.assertEqual(space["p25_cuda"].canonical_value("gpu_winograd_taps", "auto"), "points")
+        self.assertEqual(space["p32_cuda"].canonical_value("gpu_winograd_taps", "auto"), "channels")
+
 
 def fresh_ls(shape=(2, 3, 24, 32, 32)):
     return {"shape": list(shape), "next_id": 0, "candidates": {}, "defaults": [], "li2018": {}}

@@ -186,9 +186,20 @@ class LibSpace:
             raise TuneError(f"{lib}: no params")
         self.values = {n: expand_values(n, spec["params"][n]) for n in self.names}
         self.default = {n: spec["params"][n].get("default") for n in self.names}
+        # "aliases": {value: candidate value}: a value that builds the same library as a
+        # candidate (gpu_winograd_taps "auto" is one layout or the other), so that a point and
+        # its alias are one point: not picked, built and timed twice.
+        self.aliases = {n: dict(spec["params"][n].get("aliases", {})) for n in self.names}
         for n in self.names:
             if self.default[n] is None:
                 raise TuneError(f"{lib}: param {n} has no default")
+            for alias, target in self.aliases[n].items():
+                if alias in self.values[n] or target not in self.values[n]:
+                    raise TuneError(f"{lib}: param {n}: alias {alias!r} must not be a candidate "
+                                    f"value, and its target {target!r} must be one of {self.values[n]}")
+            if self.canonical_value(n, self.default[n]) not in self.values[n]:
+                raise TuneError(f"{lib}: param {n}: default {self.default[n]!r} is neither a "
+                                f"candidate value nor an alias of one")
             if n in self.constants:
                 raise TuneError(f"{lib}: {n} is both a param and a constant")
         self.constraints = []
@@ -235,14 +246,23 @@ class LibSpace:
             self._points = pts
         return self._points
 
+    def canonical_value(self, name, value):
+        return self.aliases[name].get(value, value)
+
+    def canonical(self, point):
+        """The point with every alias replaced by the candidate value it stands for."""
+        return {n: self.canonical_value(n, point[n]) for n in self.names}
+
     def key(self, point):
-        return ";".join(f"{n}={point[n]}" for n in self.names)
+        """One string per distinct library: aliases map to the value they stand for."""
+        return ";".join(f"{n}={self.canonical_value(n, point[n])}" for n in self.names)
 
     def cmake_params(self, point):
         return ";".join(f"{n}={fmt_value(point[n])}" for n in self.names)
 
     def neighbors(self, point, steps=1):
         """Points differing from `point` by one index step in `steps` params (valid or not)."""
+        point = self.canonical(point)
         idx = {}
         for n in self.names:
             if point[n] not in self.values[n]:
