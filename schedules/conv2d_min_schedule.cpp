@@ -53,7 +53,12 @@ bool has_winograd(const Conv2dMinPipeline &p) { return !Internal::is_const_zero(
 // 4.16 / 4.18 ms against 3.62 / 3.59 (the block's 32 KB leave 7 blocks per
 // SM instead of 8, and the staging no longer overlaps a round); 16x4 3.52 /
 // 3.55 against the same 3.62 / 3.59. p32 (64 channels: 37 KB at 16x4) gave
-// no result. Not kept: 2% for a Cin limit on the form.
+// no result. Not kept: 2% for a Cin limit on the form. The same staging
+// shared by two warps, a round of 32 output channels each (64-thread blocks;
+// the lanes must stay thread x, so every stage's threads became 32 x 2;
+// Halide 14 allows no shared staging inside a loop over warps, hence all
+// channels at the block level), 2026-11-22, H200, p25: 5.73 ms against 3.39
+// (offline ptxas: 255 registers and 868 bytes of spills; code not kept).
 // Other tiles with the taps from L1 (H200, two runs, p25 / p32 ms, against
 // 3.58 / 11.90 for 16x6): 16x4 4.04 / 14.79, 8x8 4.47 / 18.3, 8x12 4.71 /
 // 15.45 (ptxas: 228, 216 and 254 registers).
@@ -84,11 +89,11 @@ bool has_winograd(const Conv2dMinPipeline &p) { return !Internal::is_const_zero(
 // registers (8 warps per SM, the direct-only kernel has 168 and 12) take
 // back most of the difference.
 // Winograd F(4x4, 3x3) (in both x and y) instead, both slower than the direct
-// form then, kept on branches:
-//  - one warp, a lane per output channel (winograd-lane-layout-experiment):
+// form then (their code is not kept in this repository):
+//  - one warp, a lane per output channel:
 //    p25 7.13 ms, p32 21.1 ms;
 //  - multi-warp blocks, products in shared memory, a thread per transform
-//    element x 4 tiles x 4 channels (winograd-multiwarp): p25 7.49 ms,
+//    element x 4 tiles x 4 channels: p25 7.49 ms,
 //    p32 25.4 ms; ncu: FMA pipe 16%, stalls on global loads (U, input
 //    windows) and on the barriers between its five phases per round.
 // Where the time goes (ncu source counters, p25 with its taps then stored

@@ -60,8 +60,8 @@ namespace {
 //   warps are ready. So a channel-innermost copy of the weights (p83's),
 //   which would only merge the warp's weight loads, was not tried.
 // - Winograd F(4, 3) along x (p25's transforms with a depth dimension; the
-//   runtime recomputing NaN samples in the direct form; branch
-//   p24-winograd-experiment), 2026-11-22, medians of three alternating runs
+//   runtime recomputing NaN samples in the direct form; code not kept in
+//   this repository), 2026-11-22, medians of three alternating runs
 //   against 0.437-0.439 ms for these defaults: 8x4 tiles of 4x2 pixels x 2
 //   depths x 3 channels (72 sums) 0.655-0.663; with the transformed taps
 //   stored (k, ky, kz) innermost, so their 54 offsets per channel are

@@ -48,7 +48,7 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     // 1.49 / 1.68. Winograd F(4, 3) along x (6 multiplies per 4 outputs and
     // row of taps instead of 12; transform-domain sums in registers, input
     // transform inlined): 1.34-1.55 ms against 1.15 for this form, same run
-    // (255 registers with spills); kept on branch p83-winograd-x-experiment.
+    // (255 registers with spills); its code is not kept in this repository.
     // Two or four output depths a thread at once (the depth split, the conv
     // in registers over depths too, so each input row feeds more of them),
     // against 1.127-1.130 ms, same runs: 4 rows x 2 depths 1.256-1.263, 2 x 4
@@ -115,7 +115,7 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     // (2) Column statistics: threads over (x, depth), blocks over (x tiles,
     // channel blocks, samples); each thread walks the rest of the depth and a
     // block of channels. A wrapper keeps init and update in one kernel.
-    // Measured instead (H200, branch p83-fused-stats-experiment): statistics
+    // Measured instead (H200; code not kept in this repository): statistics
     // by pieces of 8 rows computed in the conv kernel from its registers
     // (compute_with fuses them into (1)'s depth loop; the conv's storage must
     // then be forced into registers), combined by Chan's formula in (3).
