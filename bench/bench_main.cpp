@@ -246,7 +246,11 @@ int run(int argc, char **argv) {
         ->take_all();
     bool only_shapes = false;
     app.add_flag("--only-shapes", only_shapes, "Run only the --shape shapes");
-    app.add_option("-s,--systems", systems, "Comma-separated systems")->capture_default_str();
+    app.add_option("-s,--systems", systems,
+                   "Comma-separated systems: halide (recorded as " FUSEDCONV_HALIDE_SYSTEM
+                   " by this build; that name is accepted too), cudnn-eager-fp32, "
+                   "cudnn-eager-tf32")
+        ->capture_default_str();
     app.add_option("-r,--reps", o.reps, "Timed runs")->capture_default_str()->check(CLI::PositiveNumber);
     app.add_option("-w,--warmup", o.warmup, "Warm-up runs")->capture_default_str()->check(CLI::NonNegativeNumber);
     app.add_option("--samples", o.samples, "Output positions checked against float64")
@@ -261,9 +265,14 @@ int run(int argc, char **argv) {
     o.systems = tools::split_list(systems);
 
     try {
-        for (const std::string &s : o.systems) {
+        for (std::string &s : o.systems) {
+            // A tuned build records its Halide timings as "halide-tuned": its
+            // own name selects them as well as "halide" does.
+            if (s == FUSEDCONV_HALIDE_SYSTEM) s = "halide";
             if (s != "halide" && s != "cudnn-eager-fp32" && s != "cudnn-eager-tf32") {
-                throw Error("unknown system '" + s + "'");
+                throw Error("unknown system '" + s + "' (this build's systems: halide, recorded as " +
+                            std::string(FUSEDCONV_HALIDE_SYSTEM) +
+                            "; cudnn-eager-fp32; cudnn-eager-tf32)");
             }
 #ifndef FUSEDCONV_BENCH_CUDA
             if (s != "halide") {
