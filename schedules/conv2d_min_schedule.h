@@ -34,6 +34,14 @@ struct Conv2dMinParams {
     // 2 (3.75 / 13.4); with the taps still copied to shared memory as well,
     // 8: 4.23 / 13.23 against 3.94 / 12.81, 2: 3.79 / 12.48 against 3.70 /
     // 12.35.
+    // Tuning rounds of 2026-11-22 (H200, tune.py, same-process medians, p25
+    // / p32 ms against 3.39-3.40 / 11.77-11.79 for these defaults): direct
+    // chunk 2 with Winograd chunk 8 3.30 (p25's entry in
+    // schedules/tuned/nvidia-h200.json; ncu: still 8 warps per SM, 221
+    // registers against 209, kernel 3.25 ms against 3.35); direct chunk 2
+    // alone 3.39 / 13.43, Winograd chunk 8 alone 3.44 / 11.72 (p32's entry).
+    // The defaults stay: the two models share them, and p32 measured 14%
+    // slower with the direct chunk at 2.
     Halide::GeneratorParam<int> gpu_winograd_chunk{"gpu_winograd_chunk", 4};
     // GPU, Winograd form: where its transformed taps lie in global memory
     // (gpu_winograd in conv2d_min_schedule.cpp measures both): "points"
