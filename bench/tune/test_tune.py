@@ -189,6 +189,11 @@ class SpaceTest(unittest.TestCase):
                      {"default": "rows"}):
             with self.subTest(taps=taps), self.assertRaises(tune.TuneError):
                 tune.LibSpace("p24_cuda", self.alias_spec(**taps))
+        # An alias of a number: JSON keys are strings, so "0" could never stand for 0.
+        params = dict(small_spec()["params"])
+        params["gpu_tile_y"] = {"values": [1, 2, 4], "aliases": {"0": 2}, "default": 2}
+        with self.assertRaises(tune.TuneError):
+            tune.LibSpace("p24_cuda", small_spec(params=params))
 
     def test_repository_aliases_resolve_as_the_schedule_does(self):
         # schedules/conv2d_min_schedule.cpp: "auto" is points innermost for p25, channels for p32.

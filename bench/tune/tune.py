@@ -193,6 +193,9 @@ class LibSpace:
         for n in self.names:
             if self.default[n] is None:
                 raise TuneError(f"{lib}: param {n} has no default")
+            if self.aliases[n] and not all(isinstance(v, str) for v in self.values[n]):
+                # JSON object keys are strings: an alias of a number would never match.
+                raise TuneError(f"{lib}: param {n}: aliases are for string-valued params only")
             for alias, target in self.aliases[n].items():
                 if alias in self.values[n] or target not in self.values[n]:
                     raise TuneError(f"{lib}: param {n}: alias {alias!r} must not be a candidate "
