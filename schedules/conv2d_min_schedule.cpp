@@ -281,6 +281,12 @@ void gpu_direct(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLevel 
     w.reorder(v.x, v.y, v.z, v.c).gpu_threads(v.c);
 }
 
+// The kernel holds both forms (the direct one for other kernel sizes and the
+// runtime's recomputation of NaN samples). A kernel with the Winograd form
+// only (the direct one in a library of its own) measured no faster: H200,
+// 2026-11-22, three alternating runs, p25 3.37-3.40 ms against 3.39-3.40
+// (with Winograd chunks of 8: 3.27-3.29 against the tuned build's
+// 3.29-3.33), p32 13.59-13.64 against 11.80. So they stay together.
 // GPU: ONE kernel, one warp per block, after the layout of Halide's
 // conv_layer app. A block owns a gpu_tile_x x gpu_tile_y tile of output
 // pixels. It walks the output channels 32 at a time, one channel per lane,
