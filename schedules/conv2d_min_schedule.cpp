@@ -88,6 +88,20 @@ bool has_winograd(const Conv2dMinPipeline &p) { return !Internal::is_const_zero(
 // chunk (transformed rows and taps, 6/4 and 2x the direct form's) and 255
 // registers (8 warps per SM, the direct-only kernel has 168 and 12) take
 // back most of the difference.
+// Winograd F(6, 3) along x instead (8 points per 6 outputs: 4 multiplies per
+// output and row of taps against 4.5; interpolation points 0, +-1, +-2,
+// +-1/2; the tile a GeneratorParam, the schedule unchanged; code not kept in
+// this repository), tiles of 96 pixels (F(6, 3) needs tile_x % 6, the fold
+// tile_x * tile_y % 32), 128 sums a lane, H200, 2026-11-22, one tuning run,
+// p25 / p32 ms against 3.39 / 11.78 for these defaults: 24x4 5.29 / 16.40,
+// 12x8 5.76 / 17.82, 48x2 5.72 / 15.93 (Winograd chunk 8: 5.44 / 16.58,
+// 5.84 / 17.90, 5.44 / 13.55); max abs difference from the defaults' output
+// 8.9e-7 / 7.2e-6. ncu (p25, 24x4): FFMAs only 7% fewer (tiles 24 wide
+// waste 4% of a row; more transform and tap loads), warp instructions 1.83G
+// against 1.85G, 255 registers against 209 (8 warps per SM either way),
+// shared-store bank conflicts 123M against 19M (8 points a tile put the
+// lanes' transformed rows 32 words apart), issue 34% of cycles against 54%.
+// With the instruction count no lower, it could at best tie.
 // Winograd F(4x4, 3x3) (in both x and y) instead, both slower than the direct
 // form then (their code is not kept in this repository):
 //  - one warp, a lane per output channel:
