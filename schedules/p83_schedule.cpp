@@ -191,6 +191,15 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     // (blocks::min_then_clamp): 52 per element, 281 us against 313 (ncu),
     // whole pipeline 1.124-1.127 ms against 1.153-1.156 (H200, same runs);
     // then unrolled by 14: 1.148-1.153, by 4: 1.147-1.157, so 7 stays.
+    // Several rows a thread (a tile 8 x rows high on the same 32x8 threads,
+    // rows unrolled; the thread's index arithmetic, three integer divisions
+    // among it, then serves more elements), H200, 2026-11-22, one tuning
+    // run, whole pipeline against 1.102 ms: 2 rows 1.183, 4 rows 1.834
+    // (depth unrolled by 14: 1 row 1.128, 2 rows 1.380, 4 rows 1.829). ncu
+    // (at its locked clocks): warp instructions 177M -> 150M -> 133M, but
+    // registers 72 -> 113 -> 241 and the kernel 333 -> 411 -> 1120 us: it is
+    // bound by the loads in flight (fewer warps per SM), not by issue. Not
+    // kept (code not in this repository).
     const int unroll = t.gpu_output_depth_unroll;
     if (unroll < 1) {
         throw CompileError("p83 GPU schedule: gpu_output_depth_unroll must be at least 1 (1 = "
