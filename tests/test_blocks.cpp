@@ -226,7 +226,8 @@ double ref_chain(float v, uint32_t i, const ChainArgs &a) {
                         a.seed, a.p, a.training);
 }
 
-// Bit-exact float equality, NaN equal to NaN.
+// Exact float equality by == (so +0 equals -0; test_numerics' same_bits tells
+// them apart), NaN equal to NaN.
 ::testing::AssertionResult same_floats(const std::vector<float> &out,
                                        const std::vector<double> &expected) {
     if (out.size() != expected.size()) {
