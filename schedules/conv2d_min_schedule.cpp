@@ -468,7 +468,8 @@ void schedule_conv2d_min(Conv2dMinPipeline &p, const Conv2dMinParams &t, const T
     }
 }
 
-// gpu_winograd_taps as a layout; "auto" is the model's measured one.
+// gpu_winograd_taps as a layout; "auto" is the model's measured one. schedules/search_space.json
+// names it as an alias of that value; ctest tune_aliases checks that the two agree.
 WinogradTapsLayout taps_layout(const Conv2dMinParams &t, WinogradTapsLayout measured) {
     const std::string taps = t.gpu_winograd_taps;
     if (taps == "auto") return measured;

@@ -196,7 +196,8 @@ class SpaceTest(unittest.TestCase):
             tune.LibSpace("p24_cuda", small_spec(params=params))
 
     def test_repository_aliases_resolve_as_the_schedule_does(self):
-        # schedules/conv2d_min_schedule.cpp: "auto" is points innermost for p25, channels for p32.
+        # schedules/conv2d_min_schedule.cpp: "auto" is points innermost for p25, channels for p32
+        # (ctest tune_aliases checks the same against the generator's output).
         space = tune.load_space()
         self.assertEqual(space["p25_cuda"].canonical_value("gpu_winograd_taps", "auto"), "points")
         self.assertEqual(space["p32_cuda"].canonical_value("gpu_winograd_taps", "auto"), "channels")

@@ -28,6 +28,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -1165,6 +1166,46 @@ def cmd_check_space(args):
     return 1 if errors else 0
 
 
+def cmd_check_aliases(args):
+    """Each alias must build the library that its value builds, and no other value's.
+
+    search_space.json says, for instance, that gpu_winograd_taps "auto" builds p25's "points"
+    library; the schedule (C++) decides what "auto" does. This runs the generator for every
+    value of each param that has aliases (the other params at their defaults) and compares
+    the lowered statements, so the two cannot drift apart unnoticed."""
+    space = load_space(args.space)
+    failures, checked = [], 0
+    with tempfile.TemporaryDirectory(prefix="tune-aliases-") as tmp:
+        for lib, s in space.items():
+            for name in s.names:
+                if not s.aliases[name]:
+                    continue
+                stmts = {}
+                for value in sorted(set(s.values[name]) | set(s.aliases[name])):
+                    out = Path(tmp) / f"{lib}-{name}-{value}"
+                    out.mkdir()
+                    cmd = [args.generator, "-g", s.generator, "-f", "f", "-e", "stmt", "-o", str(out),
+                           f"target={args.target}", f"{name}={value}"]
+                    r = subprocess.run(cmd, capture_output=True, text=True)
+                    if r.returncode != 0:
+                        raise TuneError(f"{lib}: {' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
+                    stmts[value] = (out / "f.stmt").read_text()
+                for alias, target in s.aliases[name].items():
+                    checked += 1
+                    same = stmts[alias] == stmts[target]
+                    also = [v for v in s.values[name] if v != target and stmts[v] == stmts[alias]]
+                    ok = same and not also
+                    log(f"{lib}: {name}={alias} builds {name}={target}: "
+                        + ("yes" if ok else "NO" if not same else f"yes, but also {also}"))
+                    if not ok:
+                        failures.append(f"{lib} {name}={alias}")
+    if failures:
+        log(f"error: aliases that do not build what search_space.json says: {failures}")
+        return 1
+    log(f"{checked} aliases checked")
+    return 0
+
+
 def cmd_cmake_args(args):
     doc = json.loads(Path(args.file).read_text())
     for lib, p in cmake_params(doc).items():
@@ -1268,6 +1309,12 @@ def main(argv=None):
 
     c = sub.add_parser("check-space", help="validate search_space.json against the schedules' headers")
     c.set_defaults(func=cmd_check_space)
+
+    k = sub.add_parser("check-aliases",
+                       help="check that each alias builds the library its value builds (runs the generator)")
+    k.add_argument("--generator", required=True, help="the fusedconv_generators binary")
+    k.add_argument("--target", required=True, help="Halide target, e.g. <FUSEDCONV_CUDA_TARGET>-no_runtime")
+    k.set_defaults(func=cmd_check_aliases)
 
     a = sub.add_parser("cmake-args", help="print -DFUSEDCONV_PARAMS_<lib>=... for a tuned file")
     a.add_argument("file")
