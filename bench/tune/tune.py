@@ -1184,11 +1184,9 @@ def cmd_check_aliases(args):
                 for value in sorted(set(s.values[name]) | set(s.aliases[name])):
                     out = Path(tmp) / f"{lib}-{name}-{value}"
                     out.mkdir()
-                    cmd = [args.generator, "-g", s.generator, "-f", "f", "-e", "stmt", "-o", str(out),
-                           f"target={args.target}", f"{name}={value}"]
-                    r = subprocess.run(cmd, capture_output=True, text=True)
-                    if r.returncode != 0:
-                        raise TuneError(f"{lib}: {' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
+                    run_cmd([args.generator, "-g", s.generator, "-f", "f", "-e", "stmt", "-o", out,
+                             f"target={args.target}", f"{name}={value}"],
+                            f"{lib}: the generator with {name}={value}")
                     stmts[value] = (out / "f.stmt").read_text()
                 for alias, target in s.aliases[name].items():
                     checked += 1
