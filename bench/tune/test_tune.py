@@ -76,6 +76,14 @@ class ExprTest(unittest.TestCase):
             tune.Expr("x < 1").evaluate({})
 
 
+class RunCmdTest(unittest.TestCase):
+    def test_a_missing_program_is_a_tune_error(self):
+        for capture in (False, True):
+            with self.subTest(capture=capture), contextlib.redirect_stdout(io.StringIO()), \
+                    self.assertRaisesRegex(tune.TuneError, "the probe: cannot run /nonexistent/prog"):
+                tune.run_cmd(["/nonexistent/prog", "x"], "the probe", capture=capture)
+
+
 class SpaceTest(unittest.TestCase):
     def test_expand_values(self):
         self.assertEqual(tune.expand_values("a", {"values": [3, 1, 2]}), [3, 1, 2])

@@ -590,13 +590,16 @@ def run_cmd(cmd, what, capture=False):
     """Runs cmd, its output going to ours; with capture, also returns it (and a failure is the
     caller's to handle)."""
     log("$ " + " ".join(str(c) for c in cmd))
-    if not capture:
-        r = subprocess.run([str(c) for c in cmd], text=True)
-        if r.returncode != 0:
-            raise TuneError(f"{what} failed (exit {r.returncode})")
-        return r
-    p = subprocess.Popen([str(c) for c in cmd], text=True, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT)
+    try:
+        if not capture:
+            r = subprocess.run([str(c) for c in cmd], text=True)
+            if r.returncode != 0:
+                raise TuneError(f"{what} failed (exit {r.returncode})")
+            return r
+        p = subprocess.Popen([str(c) for c in cmd], text=True, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT)
+    except OSError as e:  # a missing or non-executable program: an error, not a traceback
+        raise TuneError(f"{what}: cannot run {cmd[0]}: {e.strerror or e}") from None
     lines = []
     for line in p.stdout:
         lines.append(line)
