@@ -10,6 +10,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -202,6 +206,103 @@ TEST(SafetensorsSave, RejectsReservedNameUndefinedTensorAndBadPath) {
             save_safetensors(bad, {{"w", random_tensor({2}, 1)}});
         },
         {bad, "cannot open for writing"}));
+}
+
+// Files named <path>.tmp-* left beside `path` (there must be none).
+int leftover_temporaries(const std::string &path) {
+    namespace fs = std::filesystem;
+    const fs::path p(path);
+    const std::string prefix = p.filename().string() + ".tmp-";
+    int n = 0;
+    for (const auto &entry : fs::directory_iterator(p.parent_path())) {
+        if (entry.path().filename().string().rfind(prefix, 0) == 0) ++n;
+    }
+    return n;
+}
+
+// A save that fails part-way (here the file size limit, as a full disk
+// would) leaves the previous file as it was and no temporary file.
+TEST(SafetensorsSave, FailedWriteKeepsThePreviousFile) {
+    const std::string path = temp_path();
+    const Tensor small = random_tensor({4}, 1);
+    save_safetensors(path, {{"w", small}});
+    std::fflush(nullptr);
+    const pid_t child = fork();
+    ASSERT_NE(child, -1);
+    if (child == 0) {
+        // The child only: a 4 KB file size limit, reported as EFBIG, not a signal.
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit limit = {4096, 4096};
+        setrlimit(RLIMIT_FSIZE, &limit);
+        try {
+            save_safetensors(path, {{"w", random_tensor({64, 64}, 2)}});
+        } catch (const Error &e) {
+            const std::string what = e.what();
+            _exit(what.find("write failed") != std::string::npos &&
+                          what.find(path) != std::string::npos
+                      ? 0
+                      : 2);
+        }
+        _exit(1);  // no error: the limit did not bite
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "1: the save did not fail; 2: its message";
+    EXPECT_TRUE(identical(load_safetensors(path).at("w"), small));
+    EXPECT_EQ(leftover_temporaries(path), 0);
+    std::remove(path.c_str());
+}
+
+// What is not a regular file is refused before anything is written (a FIFO
+// would block the write, a device or directory would be replaced).
+TEST(SafetensorsSave, RefusesToReplaceWhatIsNotARegularFile) {
+    const std::string fifo = temp_path("_fifo");
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    EXPECT_TRUE(throws_error([&] { save_safetensors(fifo, {{"w", random_tensor({2}, 1)}}); },
+                             {fifo, "not a regular file"}));
+    EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+    EXPECT_EQ(leftover_temporaries(fifo), 0);
+    std::remove(fifo.c_str());
+    const std::string dir = temp_path("_dir");
+    std::filesystem::create_directory(dir);
+    EXPECT_TRUE(throws_error([&] { save_safetensors(dir, {{"w", random_tensor({2}, 1)}}); },
+                             {dir, "not a regular file"}));
+    EXPECT_TRUE(std::filesystem::is_directory(dir));
+    std::filesystem::remove(dir);
+}
+
+// A symbolic link is followed: its target gets the new content and stays a
+// file, the link stays a link. An existing file keeps its permission bits.
+TEST(SafetensorsSave, FollowsLinksAndKeepsPermissions) {
+    namespace fs = std::filesystem;
+    const std::string target = temp_path("_target"), link = temp_path("_link");
+    save_safetensors(target, {{"w", random_tensor({2}, 1)}});
+    ASSERT_EQ(chmod(target.c_str(), 0640), 0);
+    fs::create_symlink(target, link);
+    const Tensor t = random_tensor({3, 2}, 5);
+    save_safetensors(link, {{"v", t}});
+    EXPECT_TRUE(fs::is_symlink(link));
+    EXPECT_TRUE(identical(load_safetensors(target).at("v"), t));
+    struct stat st {};
+    ASSERT_EQ(stat(target.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0640u);
+    std::remove(link.c_str());
+    std::remove(target.c_str());
+}
+
+// load_safetensors reads at most 64 dimensions; save writes no file it
+// could not read back.
+TEST(SafetensorsSave, RejectsMoreDimensionsThanLoadReads) {
+    const std::string path = temp_path();
+    EXPECT_TRUE(throws_error(
+        [&] { save_safetensors(path, {{"deep", Tensor::empty(Shape(65, 1), Device::CPU)}}); },
+        {path, "'deep'", "rank 65", "at most 64"}));
+    EXPECT_FALSE(std::filesystem::exists(path));
+    const Tensor ok = Tensor::empty(Shape(64, 1), Device::CPU);
+    save_safetensors(path, {{"deep", ok}});
+    EXPECT_EQ(load_safetensors(path).at("deep").shape(), ok.shape());
+    std::remove(path.c_str());
 }
 
 // ------------------------------------------------------- dtype conversions
@@ -482,7 +583,7 @@ TEST(SafetensorsMalformed, HeaderNotJson) {
     EXPECT_TRUE(load_fails(file_bytes("", ""), {"not valid JSON"}));
     EXPECT_TRUE(load_fails(file_bytes("{} trailing", ""), {"not valid JSON"}));
     EXPECT_TRUE(load_fails(file_bytes("{\"\xff\xfe\":1}", ""), {"not valid JSON"}));  // not UTF-8
-    EXPECT_TRUE(load_fails(file_bytes(std::string("{\"a\"\0:1}", 8), ""), {"not valid JSON"}));
+    EXPECT_TRUE(load_fails(file_bytes(std::string("{\"a\"\0:1}", 8), ""), {"NUL byte at offset 12"}));
 }
 
 TEST(SafetensorsMalformed, HeaderNotAnObject) {
@@ -631,6 +732,12 @@ TEST(SafetensorsMalformed, OverlapsAndHoles) {
         {"bytes [8, 12)", "no holes"}));
     EXPECT_TRUE(load_fails(file_bytes("{" + a + "}", kEightBytes + "xx"),
                            {"10 bytes", "first 8", "trailing"}));
+}
+
+// nlohmann's parser would stop at the NUL and ignore the rest.
+TEST(SafetensorsMalformed, NulByteInTheHeader) {
+    EXPECT_TRUE(load_fails(file_bytes(std::string("{}\0garbage!!", 13), ""),
+                           {"NUL byte at offset 10"}));
 }
 
 TEST(SafetensorsMalformed, HostileJsonIsBounded) {

@@ -1,6 +1,7 @@
 #include "fusedconv/safetensors.h"
 
 #include "fusedconv/error.h"
+#include "atomic_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -325,6 +326,13 @@ std::map<std::string, Tensor> load_safetensors(const std::string &path) {
     std::string text(header_size, '\0');
     read_exact(in, path, 8, text.data(), header_size);
     const uint64_t data_start = 8 + header_size, data_size = file_size - data_start;
+    // nlohmann's parser stops at a NUL byte and would ignore what follows;
+    // JSON text has none, so such a header is corrupted.
+    const size_t nul = text.find('\0');
+    if (nul != std::string::npos) {
+        fail(path, "header has a NUL byte at offset " + std::to_string(8 + nul) +
+                       "; JSON text has none (corrupted, or not a safetensors file)");
+    }
 
     const json header = parse_header(path, text);
     if (!header.is_object()) {
@@ -412,6 +420,12 @@ void save_safetensors(const std::string &path, const std::map<std::string, Tenso
             fail(path, "cannot save a tensor named \"__metadata__\" (reserved by the format)");
         }
         if (!t.defined()) fail(path, "cannot save tensor " + quoted(name) + ": it is undefined");
+        if (t.shape().size() > kMaxArrayLength) {
+            // load_safetensors would refuse the file (kMaxArrayLength).
+            fail(path, "cannot save tensor " + quoted(name) + " of rank " +
+                           std::to_string(t.shape().size()) + ": at most " +
+                           std::to_string(kMaxArrayLength) + " dimensions can be read back");
+        }
         const uint64_t nbytes = static_cast<uint64_t>(t.numel()) * sizeof(float);
         json entry = json::object();
         entry["dtype"] = "F32";
@@ -429,44 +443,38 @@ void save_safetensors(const std::string &path, const std::map<std::string, Tenso
     }
     text.append((8 - text.size() % 8) % 8, ' ');  // 8 + N is a multiple of 8 too
 
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    if (!out) fail(path, std::string("cannot open for writing: ") + std::strerror(errno));
-    unsigned char length_bytes[8];
-    store_le<uint64_t>(length_bytes, text.size());
-    out.write(reinterpret_cast<const char *>(length_bytes), 8);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    std::vector<unsigned char> le;
-    for (const auto &entry : tensors) {
-        const Tensor &t = entry.second;
-        std::vector<float> copy;
-        const float *values;
-        if (t.device() == Device::CPU) {
-            values = t.data();
-        } else {
-            copy = t.to_vector();
-            values = copy.data();
-        }
-        const size_t count = static_cast<size_t>(t.numel());
-        if (kLittleEndian) {
-            out.write(reinterpret_cast<const char *>(values),
-                      static_cast<std::streamsize>(count * sizeof(float)));
-        } else {
-            le.resize(count * sizeof(float));
-            for (size_t i = 0; i < count; ++i) {
-                uint32_t bits;
-                std::memcpy(&bits, values + i, sizeof bits);
-                store_le<uint32_t>(le.data() + 4 * i, bits);
+    // Into a new file that replaces `path` only once complete: a failed
+    // write (a full disk, a GPU copy that fails) leaves the previous file.
+    detail::write_file_atomically(path, "safetensors file", [&](const detail::ByteSink &write) {
+        unsigned char length_bytes[8];
+        store_le<uint64_t>(length_bytes, text.size());
+        write(length_bytes, 8);
+        write(text.data(), text.size());
+        std::vector<unsigned char> le;
+        for (const auto &entry : tensors) {
+            const Tensor &t = entry.second;
+            std::vector<float> copy;
+            const float *values;
+            if (t.device() == Device::CPU) {
+                values = t.data();
+            } else {
+                copy = t.to_vector();
+                values = copy.data();
             }
-            out.write(reinterpret_cast<const char *>(le.data()),
-                      static_cast<std::streamsize>(le.size()));
+            const size_t count = static_cast<size_t>(t.numel());
+            if (kLittleEndian) {
+                write(values, count * sizeof(float));
+            } else {
+                le.resize(count * sizeof(float));
+                for (size_t i = 0; i < count; ++i) {
+                    uint32_t bits;
+                    std::memcpy(&bits, values + i, sizeof bits);
+                    store_le<uint32_t>(le.data() + 4 * i, bits);
+                }
+                write(le.data(), le.size());
+            }
         }
-    }
-    out.close();
-    if (!out) {
-        const std::string why = std::strerror(errno);
-        std::remove(path.c_str());
-        fail(path, "write failed: " + why);
-    }
+    });
 }
 
 namespace {

@@ -32,8 +32,13 @@ std::map<std::string, Tensor> load_safetensors(const std::string &path);
 
 // Writes `tensors` as F32 (GPU tensors are copied to the host first): keys
 // sorted, data contiguous in key order, header padded with spaces to a
-// multiple of 8 bytes. The name "__metadata__" and undefined tensors are
-// rejected.
+// multiple of 8 bytes. The name "__metadata__", undefined tensors and
+// tensors of more than 64 dimensions (which load_safetensors refuses) are
+// rejected. Nothing is lost on failure: the data goes to a new file beside
+// `path` that replaces it only once complete, so a failed save (a full disk,
+// say) leaves the previous file as it was. A `path` that is a directory, a
+// FIFO or a device is refused; a symbolic link is followed (its target is
+// replaced, keeping its permission bits).
 void save_safetensors(const std::string &path, const std::map<std::string, Tensor> &tensors);
 
 // PyTorch state_dict names of a model's parameters: "conv.weight" and
