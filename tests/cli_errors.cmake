@@ -50,6 +50,10 @@ expect(2 "--warmup: must be a non-negative integer, got -1" -m p24 -d cpu -w -1)
 expect(2 "--reps: must be at most 2147483647, got 4294967296" -m p24 -d cpu -r 4294967296)
 expect(2 "--samples: must be an integer >= 1, got 0" -m p24 -d cpu -s 0)
 expect(2 "--scale must be a finite number" -m p32 -d cpu --scale nan)
+# --seed: 0 .. 2^64 - 1; a negative or overflowing one used to wrap or clamp.
+expect(2 "--seed: expected an integer from 0 to 18446744073709551615, got '-1'" -m p24 -d cpu --seed -1)
+expect(2 "--seed: expected an integer from 0 to 18446744073709551615, got '18446744073709551616'" -m p24 -d cpu --seed 18446744073709551616)
+expect(2 "--seed: expected an integer" -m p24 -d cpu --seed 1e3)
 # Options CLI11 does not know, or missing values.
 expect(2 "not expected: --frobnicate" -m p24 -d cpu --frobnicate)
 expect(2 "--batch: 1 required .* missing" -m p24 -d cpu --batch)

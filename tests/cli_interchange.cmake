@@ -56,6 +56,15 @@ expect(2 "missing\\.safetensors.*cannot open" -m p25 -d cpu --input "${DIR}/miss
 expect(2 "no tensor \"input\" \\(it holds 2: .conv\\.bias., .conv\\.weight.\\)" -m p25 -d cpu --input "${W}")
 expect(2 "--scale sets p32" -m p25 -d cpu --scale 3)
 expect(2 "directory .* does not exist" -m p25 -d cpu --output "${DIR}/no/such/out.safetensors")
+# --output that would replace the input, or something that is not a file:
+# refused before any work, the input left as it was.
+file(SHA256 "${I}" input_hash)
+expect(2 "is the --input file" -m p25 -d cpu --input "${I}" --output "${I}")
+file(SHA256 "${I}" input_hash_after)
+if (NOT input_hash STREQUAL input_hash_after)
+    message(FATAL_ERROR "--output equal to --input changed the input file")
+endif ()
+expect(2 "not a regular file" -m p25 -d cpu -b 1 --output /dev/null)
 # A state_dict of another model: the run fails, naming the parameter.
 expect(1 "FAIL: load_state_dict\\(Conv2dScaleMin\\): parameter conv\\.weight has shape"
        -m p32 -d cpu --weights "${W}")

@@ -3,6 +3,7 @@
 // With --weights / --input / --output (one model), parameters and input come
 // from PyTorch safetensors files and the output goes to one.
 #include "checks.h"
+#include "cli_options.h"
 #include "run_tools.h"
 
 #include "fusedconv/error.h"
@@ -11,11 +12,9 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <limits>
 
@@ -36,39 +35,28 @@ fusedconv::Tensor pick_input(const std::map<std::string, fusedconv::Tensor> &ten
                            "); store the input under the key \"input\"");
 }
 
-// --output: fails before any work when the file cannot be created there.
-void check_output_path(const std::string &path) {
+// --output: fails before any work when the file cannot be created there,
+// would replace something that is not a file, or is the --input file.
+void check_output_path(const std::string &path, const std::string &input_path) {
     namespace fs = std::filesystem;
     std::error_code ec;
     if (path.empty()) throw fusedconv::Error("--output: empty file name");
     if (fs::is_directory(path, ec)) {
         throw fusedconv::Error("--output: '" + path + "' is a directory");
     }
+    if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) {
+        throw fusedconv::Error("--output: '" + path +
+                               "' exists and is not a regular file (a device or a FIFO?)");
+    }
+    if (!input_path.empty() && fs::equivalent(path, input_path, ec)) {
+        throw fusedconv::Error("--output: '" + path + "' is the --input file; the output "
+                               "would replace the input");
+    }
     fs::path dir = fs::path(path).parent_path();
     if (!dir.empty() && !fs::is_directory(dir, ec)) {
         throw fusedconv::Error("--output: directory '" + dir.string() + "' of '" + path +
                                "' does not exist");
     }
-}
-
-// An integer option in [lo, hi], with a message that says so (CLI11's
-// NonNegativeNumber prints "not in range 0.000000 to 1.79e308" for "-1" and
-// for "abc" alike).
-CLI::Validator integer_in(long long lo, long long hi) {
-    const std::string what = lo == 0 ? "a non-negative integer" : "an integer >= " + std::to_string(lo);
-    return CLI::Validator(
-        [lo, hi, what](std::string &value) -> std::string {
-            errno = 0;
-            char *end = nullptr;
-            const long long v = std::strtoll(value.c_str(), &end, 10);
-            if (value.empty() || *end != '\0' || errno == ERANGE) {
-                return "expected " + what + ", got '" + value + "'";
-            }
-            if (v < lo) return "must be " + what + ", got " + value;
-            if (v > hi) return "must be at most " + std::to_string(hi) + ", got " + value;
-            return std::string();
-        },
-        lo == 0 ? "INT>=0" : "INT>=" + std::to_string(lo));
 }
 
 }  // namespace
@@ -81,19 +69,21 @@ int main(int argc, char **argv) {
     cli::RunOptions opt;
     app.add_option("-m,--models", models, "Comma-separated models to run (p24,p25,p32,p83)")
         ->capture_default_str();
-    app.add_option("-d,--device", device, "auto (GPU when usable), cpu or gpu")
+    app.add_option("-d,--device", device, "auto (GPU when usable), cpu or gpu (also: cuda)")
         ->capture_default_str();
     CLI::Option *batch_opt =
         app.add_option("-b,--batch", opt.batch, "Batch size (0: each model's default)")
-            ->check(integer_in(0, std::numeric_limits<int64_t>::max()));
+            ->check(tools::integer_in(0, std::numeric_limits<int64_t>::max()));
     app.add_option("-r,--reps", opt.reps, "Timed repetitions (0: 20 on GPU, 3 on CPU)")
-        ->check(integer_in(0, std::numeric_limits<int>::max()));
+        ->check(tools::integer_in(0, std::numeric_limits<int>::max()));
     app.add_option("-w,--warmup", opt.warmup, "Untimed warm-up runs (default: 3 on GPU, 1 on CPU)")
-        ->check(integer_in(0, std::numeric_limits<int>::max()));
-    app.add_option("-s,--samples", opt.samples, "Output positions checked against float64")
+        ->check(tools::integer_in(0, std::numeric_limits<int>::max()));
+    app.add_option("-s,--samples", opt.samples, "Output positions checked against float64 (every one when at least their number)")
         ->capture_default_str()
-        ->check(integer_in(1, std::numeric_limits<int>::max()));
-    app.add_option("--seed", opt.seed, "Seed of the inputs and parameters")->capture_default_str();
+        ->check(tools::integer_in(1, std::numeric_limits<int>::max()));
+    app.add_option("--seed", opt.seed, "Seed of the inputs and parameters")
+        ->capture_default_str()
+        ->check(tools::uint64_value());
     CLI::Option *weights_opt =
         app.add_option("--weights", opt.weights_path,
                        "Parameters from a safetensors PyTorch state_dict (one model)")
@@ -113,11 +103,7 @@ int main(int argc, char **argv) {
         "--eval", opt.eval, "p83 in eval mode: dropout is the identity (default: training mode)");
     // Usage errors exit with 2, as the README says (CLI11's own codes are
     // 105, 109, ...); --help exits with 0.
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError &e) {
-        return app.exit(e) == 0 ? 0 : 2;
-    }
+    if (int code = tools::parse_or_exit_code(app, argc, argv); code >= 0) return code;
 
     std::vector<std::string> names = fusedconv::tools::split_list(models);
     try {
@@ -147,7 +133,7 @@ int main(int argc, char **argv) {
         if (eval_opt->count() && !named("p83")) {
             throw Error("--eval sets p83's dropout mode, but p83 is not in --models");
         }
-        if (output_opt->count()) check_output_path(opt.output_path);
+        if (output_opt->count()) check_output_path(opt.output_path, opt.input_path);
         if (opt.device == DeviceChoice::Auto && !gpu_available()) {
             std::printf("note: running on the CPU (%s)\n", gpu_unavailable_reason().c_str());
         }
@@ -163,7 +149,7 @@ int main(int argc, char **argv) {
     }
 
     bool all_ok = true;
-    std::printf("%-4s %-36s %-24s %-18s %-4s %11s %11s %10s  %s\n", "id", "model", "input",
+    std::printf("%-4s %-36s %-24s %-22s %-4s %11s %11s %10s  %s\n", "id", "model", "input",
                 "output", "dev", "median_ms", "min_ms", "max_err", "status");
     for (const std::string &n : names) {
         cli::RunResult r = cli::run_model(n, opt);
@@ -172,7 +158,7 @@ int main(int argc, char **argv) {
             std::printf("%-4s %-36s FAIL: %s\n", n.c_str(), r.description.c_str(), r.error.c_str());
             continue;
         }
-        std::printf("%-4s %-36s %-24s %-18s %-4s %11.3f %11.3f %10.2e  %s\n", n.c_str(),
+        std::printf("%-4s %-36s %-24s %-22s %-4s %11.3f %11.3f %10.2e  %s\n", n.c_str(),
                     r.description.c_str(), shape_string(r.input_shape).c_str(),
                     shape_string(r.output_shape).c_str(), to_string(r.device).c_str(),
                     r.median_ms, r.min_ms, r.max_err, r.ok ? "ok" : "FAIL");

@@ -19,7 +19,7 @@ std::string gpu_unavailable_reason();
 Device resolve(DeviceChoice choice);
 
 std::string to_string(Device d);
-// "auto", "cpu" or "gpu"; throws Error on anything else.
+// "auto", "cpu" or "gpu" ("cuda" is taken as "gpu"); throws Error on anything else.
 DeviceChoice parse_device_choice(const std::string &name);
 
 // Waits until all GPU work queued by this library has finished (no-op when
