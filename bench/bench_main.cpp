@@ -222,7 +222,7 @@ private:
                   {"mem_roofline_frac", r.roof.mem_frac},
                   {"floor_ms", r.roof.floor_ms},
                   {"reps", o_.reps},
-                  {"samples_checked", o_.samples},
+                  {"samples_checked", rep.checked},
                   {"note", note}};
         if (diff >= 0) j["max_abs_diff_vs_halide"] = diff;
         records_.push_back(j);

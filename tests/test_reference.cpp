@@ -1,6 +1,7 @@
 // The float64 reference on small cases worked out by hand, and the sampled
 // (*_at / *_pixel) functions against the whole-tensor ones.
 #include "reference.h"
+#include "sampled_check.h"
 
 #include <gtest/gtest.h>
 
@@ -509,3 +510,63 @@ TEST(ReferenceModels, GroupStatsMatchTwoPassOverTheGroup) {
 }
 
 }  // namespace
+
+// ------------------------------------------------------- sampled checks
+
+namespace sampled {
+
+using namespace fusedconv::reference;
+
+std::vector<float> as_floats(const HostTensor &t) {
+    return std::vector<float>(t.values.begin(), t.values.end());
+}
+
+// With samples at least the number of positions, every position is checked
+// once, so one wrong value anywhere is found; fewer samples check that many.
+TEST(SampledCheck, EnoughSamplesCheckEveryPositionOnce) {
+    std::mt19937 rng(31);
+    HostTensor in = random_tensor({2, 3, 6, 7}, rng), w = random_tensor({4, 3, 3, 3}, rng),
+               b = random_tensor({4}, rng);
+    const std::vector<int64_t> s = {2, 1, 4, 5};  // 40 positions
+    std::vector<float> out = as_floats(p25(in, w, b));
+    SampleReport all = check_p25(in, w, b, out.data(), s, 1000000, 7);
+    EXPECT_EQ(all.checked, 40);
+    EXPECT_LT(all.max_abs_err, 1e-6);
+    EXPECT_EQ(check_p25(in, w, b, out.data(), s, 40, 7).checked, 40);
+    EXPECT_EQ(check_p25(in, w, b, out.data(), s, 39, 7).checked, 39);
+    for (size_t bad = 0; bad < out.size(); ++bad) {
+        std::vector<float> wrong = out;
+        wrong[bad] += 0.5f;
+        EXPECT_NEAR(check_p25(in, w, b, wrong.data(), s, 40, 7).max_abs_err, 0.5, 1e-6)
+            << "position " << bad;
+    }
+    // p32 shares the (n, y, x) walk.
+    std::vector<float> out32 = as_floats(p32(in, w, b, -1.5));
+    EXPECT_EQ(check_p32(in, w, b, -1.5, out32.data(), s, 100, 1).checked, 40);
+    EXPECT_LT(check_p32(in, w, b, -1.5, out32.data(), s, 100, 1).max_abs_err, 1e-6);
+}
+
+TEST(SampledCheck, P24AndP83CountWhatTheyCheck) {
+    std::mt19937 rng(32);
+    HostTensor in = random_tensor({3, 2, 4, 5, 6}, rng), w = random_tensor({4, 2, 3, 3, 3}, rng),
+               b = random_tensor({4}, rng);
+    std::vector<float> out24 = as_floats(p24(in, w, b));
+    const std::vector<int64_t> s24 = {3, 4, 3, 4};  // 36 pixels
+    SampleReport r24 = check_p24(in, w, b, out24.data(), s24, 500, 3);
+    EXPECT_EQ(r24.checked, 36);
+    EXPECT_LT(r24.max_row_sum_dev, 1e-6);
+    out24.back() += 0.25f;
+    EXPECT_NEAR(check_p24(in, w, b, out24.data(), s24, 500, 3).max_abs_err, 0.25, 1e-6);
+
+    HostTensor gamma = tensor({4}, {1, 1, 1, 1}), beta = tensor({4}, {0, 0, 0, 0});
+    P83Args args{2, 1e-5, 10.0, -10.0, 10.0, 0.0, false, 1u};
+    std::vector<float> out83 = as_floats(p83(in, w, b, gamma, beta, args));
+    const std::vector<int64_t> s83 = {3, 4, 2, 3, 4};  // the first 2 samples: 192 positions
+    EXPECT_EQ(check_p83(in, w, b, gamma, beta, args, out83.data(), s83, 1000, 5).checked, 192);
+    EXPECT_EQ(check_p83(in, w, b, gamma, beta, args, out83.data(), s83, 50, 5).checked, 50);
+    out83[191] += 0.125f;  // the last position the check covers
+    EXPECT_NEAR(check_p83(in, w, b, gamma, beta, args, out83.data(), s83, 1000, 5).max_abs_err,
+                0.125, 1e-6);
+}
+
+}  // namespace sampled

@@ -13,15 +13,30 @@ int64_t pick(std::mt19937_64 &rng, int64_t n) {
     return std::uniform_int_distribution<int64_t>(0, n - 1)(rng);
 }
 
+// The positions among `count` to check: every one, in order, when `samples`
+// reaches `count` (drawing that many would repeat some, miss others and take
+// longer than checking them all); otherwise `samples` drawn uniformly.
+std::vector<int64_t> positions(int64_t count, int samples, uint64_t seed) {
+    std::vector<int64_t> at;
+    if (samples >= count) {
+        at.resize(static_cast<size_t>(count));
+        for (int64_t i = 0; i < count; ++i) at[static_cast<size_t>(i)] = i;
+        return at;
+    }
+    std::mt19937_64 rng(seed);
+    for (int i = 0; i < samples; ++i) at.push_back(pick(rng, count));
+    return at;
+}
+
 // p25 and p32: one value per (n, y, x) of an (N, 1, H, W) output.
 template <typename RefAt>
 SampleReport check_channel_min(const float *out, const std::vector<int64_t> &s, int samples,
                                uint64_t seed, RefAt ref_at) {
     SampleReport r;
-    std::mt19937_64 rng(seed);
-    for (int i = 0; i < samples; ++i) {
-        int64_t n = pick(rng, s[0]), y = pick(rng, s[2]), x = pick(rng, s[3]);
+    for (int64_t i : positions(s[0] * s[2] * s[3], samples, seed)) {
+        const int64_t n = i / (s[2] * s[3]), y = i / s[3] % s[2], x = i % s[3];
         r.add(out[(n * s[2] + y) * s[3] + x], ref_at(n, y, x));
+        ++r.checked;
     }
     return r;
 }
@@ -47,9 +62,9 @@ SampleReport check_p24(const HostTensor &in, const HostTensor &w, const HostTens
                        const float *out, const std::vector<int64_t> &s, int samples,
                        uint64_t seed) {
     SampleReport r;
-    std::mt19937_64 rng(seed);
-    for (int i = 0; i < samples; ++i) {
-        int64_t n = pick(rng, s[0]), y = pick(rng, s[2]), x = pick(rng, s[3]);
+    for (int64_t i : positions(s[0] * s[2] * s[3], samples, seed)) {
+        const int64_t n = i / (s[2] * s[3]), y = i / s[3] % s[2], x = i % s[3];
+        ++r.checked;
         std::vector<double> ref = p24_pixel(in, w, b, n, y, x);
         double sum = 0;
         for (int64_t c = 0; c < s[1]; ++c) {
@@ -85,10 +100,11 @@ SampleReport check_p83(const HostTensor &in, const HostTensor &w, const HostTens
     SampleReport r;
     std::map<std::pair<int64_t, int64_t>, GroupStats> stats;
     const int64_t cpg = s[1] / args.groups;
-    std::mt19937_64 rng(seed);
-    for (int i = 0; i < samples; ++i) {
-        int64_t n = pick(rng, std::min<int64_t>(s[0], 2)), c = pick(rng, s[1]);
-        int64_t z = pick(rng, s[2]), y = pick(rng, s[3]), x = pick(rng, s[4]);
+    const int64_t per_sample = s[1] * s[2] * s[3] * s[4];
+    for (int64_t i : positions(std::min<int64_t>(s[0], 2) * per_sample, samples, seed)) {
+        const int64_t n = i / per_sample, c = i / (s[2] * s[3] * s[4]) % s[1];
+        const int64_t z = i / (s[3] * s[4]) % s[2], y = i / s[4] % s[3], x = i % s[4];
+        ++r.checked;
         auto key = std::make_pair(n, c / cpg);
         auto it = stats.find(key);
         if (it == stats.end()) {

@@ -1,6 +1,7 @@
 // Checks a full-size model output against the float64 reference on randomly
 // sampled positions (the reference at every position of a full-size problem
-// would take minutes). Used by the CLI and the benchmark harness.
+// would take minutes), or on every position when `samples` is at least their
+// number. Used by the CLI and the benchmark harness.
 #pragma once
 
 #include "reference.h"
@@ -19,6 +20,7 @@ struct SampleReport {
     double max_abs_err = 0;       // largest |got - ref| (0 where both are NaN)
     void add(double got, double ref);
     double max_row_sum_dev = 0;   // p24: largest |sum over channels - 1|
+    int64_t checked = 0;          // positions checked (p24: pixels, all channels each)
 };
 
 // `out` is the model's float32 output in PyTorch layout with `out_shape`.
