@@ -10,6 +10,7 @@
 
 #include "fusedconv/error.h"
 #include "fusedconv/models.h"
+#include "cli_options.h"
 #include "reference.h"
 #include "run_tools.h"
 #include "sampled_check.h"
@@ -25,6 +26,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 
@@ -235,44 +237,63 @@ private:
     std::vector<json> records_;
 };
 
+// The Halide system's name(s) in this build, for --help and errors.
+std::string halide_systems() {
+    const std::string recorded = FUSEDCONV_HALIDE_SYSTEM;
+    if (recorded == "halide") return "halide";
+    return "halide (recorded as " + recorded + " by this tuned build, which accepts that name too)";
+}
+
 int run(int argc, char **argv) {
     Options o;
     std::string problems = "p24,p25,p32,p83", systems = "halide,cudnn-eager-fp32,cudnn-eager-tf32";
     CLI::App app{"fusedconv_bench: Halide pipelines vs cuDNN eager baselines on the GPU, one run"};
     app.add_option("-p,--problems", problems, "Comma-separated problems")->capture_default_str();
     app.add_option("--shape", o.shapes,
-                   "Extra input shape to time, PyTorch order, e.g. p24=2,3,24,32,32 (repeatable); "
-                   "the default shapes run unless --only-shapes")
+                   "Extra input shape to time, PyTorch order, e.g. p24=2,3,24,32,32 (repeatable; "
+                   "runs whether or not -p names the problem); the -p problems' default shapes "
+                   "run too unless --only-shapes")
         ->take_all();
     bool only_shapes = false;
     app.add_flag("--only-shapes", only_shapes, "Run only the --shape shapes");
     app.add_option("-s,--systems", systems,
-                   "Comma-separated systems: halide (recorded as " FUSEDCONV_HALIDE_SYSTEM
-                   " by this build; that name is accepted too), cudnn-eager-fp32, "
-                   "cudnn-eager-tf32")
+                   "Comma-separated systems: " + halide_systems() +
+                       ", cudnn-eager-fp32, cudnn-eager-tf32")
         ->capture_default_str();
-    app.add_option("-r,--reps", o.reps, "Timed runs")->capture_default_str()->check(CLI::PositiveNumber);
-    app.add_option("-w,--warmup", o.warmup, "Warm-up runs")->capture_default_str()->check(CLI::NonNegativeNumber);
-    app.add_option("--samples", o.samples, "Output positions checked against float64")
-        ->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_option("-r,--reps", o.reps, "Timed runs")
+        ->capture_default_str()
+        ->check(tools::integer_in(1, 1000000));
+    app.add_option("-w,--warmup", o.warmup, "Warm-up runs")
+        ->capture_default_str()
+        ->check(tools::integer_in(0, 1000000));
+    app.add_option("--samples", o.samples,
+                   "Output positions checked against float64 (every one when at least their "
+                   "number)")
+        ->capture_default_str()
+        ->check(tools::integer_in(1, std::numeric_limits<int>::max()));
     app.add_option("--results", o.results,
-                   "Results file to merge into ('-' for none; default bench/results/<device>.json)");
+                   "Results file to merge into ('-' for none; default bench/results/<device>.json, "
+                   "relative to the current directory)");
     app.add_flag("!--no-measure-ceilings", o.measure_ceilings,
                  "Use the driver's attributes for the roofline instead of measuring copy "
                  "bandwidth and FMA rate");
-    CLI11_PARSE(app, argc, argv);
+    if (int code = tools::parse_or_exit_code(app, argc, argv); code >= 0) return code;
     o.problems = tools::split_list(problems);
     o.systems = tools::split_list(systems);
 
+    // Argument errors (exit 2) are all found before any measurement; a
+    // failure during the runs exits 1.
+    std::vector<std::pair<const Problem *, Shape>> work;
+    GpuInfo info;
+    std::string results_path;
     try {
         for (std::string &s : o.systems) {
             // A tuned build records its Halide timings as "halide-tuned": its
             // own name selects them as well as "halide" does.
             if (s == FUSEDCONV_HALIDE_SYSTEM) s = "halide";
             if (s != "halide" && s != "cudnn-eager-fp32" && s != "cudnn-eager-tf32") {
-                throw Error("unknown system '" + s + "' (this build's systems: halide, recorded as " +
-                            std::string(FUSEDCONV_HALIDE_SYSTEM) +
-                            "; cudnn-eager-fp32; cudnn-eager-tf32)");
+                throw Error("unknown system '" + s + "' (this build's systems: " +
+                            halide_systems() + ", cudnn-eager-fp32, cudnn-eager-tf32)");
             }
 #ifndef FUSEDCONV_BENCH_CUDA
             if (s != "halide") {
@@ -280,7 +301,6 @@ int run(int argc, char **argv) {
             }
 #endif
         }
-        std::vector<std::pair<const Problem *, Shape>> work;
         for (const std::string &id : o.problems) {
             const Problem &p = find_problem(id);
             if (!only_shapes) work.emplace_back(&p, p.default_input);
@@ -291,10 +311,24 @@ int run(int argc, char **argv) {
             const Problem &p = find_problem(spec.substr(0, eq));
             work.emplace_back(&p, parse_shape(p, spec.substr(eq + 1)));
         }
-        if (!gpu_available()) {
-            throw Error("fusedconv_bench needs a CUDA GPU: " + gpu_unavailable_reason());
+        if (only_shapes && o.shapes.empty()) {
+            throw Error("--only-shapes without --shape: nothing to run");
         }
-        GpuInfo info = gpu_info();
+        if (work.empty()) throw Error("-p names no problem and no --shape is given: nothing to run");
+        if (!gpu_available()) throw Error("needs a CUDA GPU: " + gpu_unavailable_reason());
+        info = gpu_info();
+        if (o.results != "-") {
+            results_path = o.results.empty()
+                               ? "bench/results/" + device_slug(info.name) + ".json"
+                               : o.results;
+            read_results_file(results_path);  // unreadable: fail now, not after the runs
+        }
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "fusedconv_bench: %s\n", e.what());
+        return 2;
+    }
+
+    try {
         Ceilings c = attribute_ceilings(info);
 #ifdef FUSEDCONV_BENCH_CUDA
         if (o.measure_ceilings) {
@@ -313,13 +347,13 @@ int run(int argc, char **argv) {
         }
         bench.print_table();
         if (o.results != "-") {
-            std::string path = o.results.empty() ? "bench/results/" + device_slug(info.name) + ".json" : o.results;
-            merge_into_file(path, bench.records());
-            std::printf("merged %zu records into %s\n", bench.records().size(), path.c_str());
+            merge_into_file(results_path, bench.records());
+            std::printf("merged %zu records into %s\n", bench.records().size(),
+                        results_path.c_str());
         }
     } catch (const std::exception &e) {
         std::fprintf(stderr, "fusedconv_bench: %s\n", e.what());
-        return 2;
+        return 1;
     }
     return 0;
 }

@@ -1,6 +1,7 @@
 #include "results.h"
 
 #include "fusedconv/error.h"
+#include "atomic_file.h"
 
 #include <algorithm>
 #include <cctype>
@@ -46,23 +47,38 @@ json merge_records(const json &existing, const std::vector<json> &records) {
     return out;
 }
 
-void merge_into_file(const std::string &path, const std::vector<json> &records) {
-    json existing = json::array();
-    std::ifstream in(path);
-    if (in) {
-        try {
-            existing = json::parse(in);
-        } catch (const json::exception &e) {
-            throw Error("results file " + path + " is not valid JSON: " + e.what());
-        }
-        if (!existing.is_array()) throw Error("results file " + path + " is not a JSON list");
+json read_results_file(const std::string &path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::file_status status = fs::status(path, ec);
+    if (!fs::exists(status)) return json::array();
+    if (!fs::is_regular_file(status)) {
+        throw Error("results file " + path + " exists and is not a regular file");
     }
-    json merged = merge_records(existing, records);
+    std::ifstream in(path);
+    if (!in) throw Error("cannot read results file " + path);
+    json existing;
+    try {
+        existing = json::parse(in);
+    } catch (const json::exception &e) {
+        throw Error("results file " + path + " is not valid JSON: " + e.what());
+    }
+    if (!existing.is_array()) throw Error("results file " + path + " is not a JSON list");
+    return existing;
+}
+
+void merge_into_file(const std::string &path, const std::vector<json> &records) {
+    const json merged = merge_records(read_results_file(path), records);
     std::filesystem::path parent = std::filesystem::path(path).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent);
-    std::ofstream out(path);
-    if (!out) throw Error("cannot write results file " + path);
-    out << merged.dump(1) << "\n";
+    std::error_code ec;
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    if (ec) throw Error("cannot create the directory of results file " + path + ": " + ec.message());
+    // A new file that replaces the old one once complete: an interrupted
+    // write cannot cost the records of earlier runs.
+    const std::string text = merged.dump(1) + "\n";
+    detail::write_file_atomically(path, "results file", [&](const detail::ByteSink &write) {
+        write(text.data(), text.size());
+    });
 }
 
 std::string today() {

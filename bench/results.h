@@ -16,8 +16,12 @@ namespace fusedconv::bench {
 std::string device_slug(const std::string &device_name);
 // Merges `records` into `existing` by the rule above; sorted by (problem, system).
 nlohmann::json merge_records(const nlohmann::json &existing, const std::vector<nlohmann::json> &records);
-// Reads `path` (a missing file is an empty list), merges, writes it back.
-// Throws Error when the file exists but is not a JSON list.
+// The records of `path`: a missing file is an empty list; a file that is not
+// a JSON list (or not a regular file) is an Error naming it. The harness
+// calls this before measuring, so a bad --results fails before any work.
+nlohmann::json read_results_file(const std::string &path);
+// Reads `path` as above, merges, and writes it back through a new file that
+// replaces it once complete (a failed write leaves the previous records).
 void merge_into_file(const std::string &path, const std::vector<nlohmann::json> &records);
 // UTC date "YYYY-MM-DD".
 std::string today();

@@ -10,6 +10,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
+#include <filesystem>
 
 namespace {
 
@@ -107,7 +109,33 @@ TEST(BenchResults, FileMergeRoundTripsAndRejectsGarbage) {
     EXPECT_THROW(merge_into_file(path, {}), Error);
     std::ofstream(path) << "{\"a\": 1}";
     EXPECT_THROW(merge_into_file(path, {}), Error);
+    // The garbage is still there: a failed merge writes nothing.
+    std::ifstream again(path);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(again), {}), "{\"a\": 1}");
     std::remove(path.c_str());
+}
+
+// What the harness checks before measuring: a missing file is an empty list,
+// a directory or a non-list an Error naming it; a merge leaves no temporary.
+TEST(BenchResults, ReadBeforeMeasuringAndNoTemporaryLeft) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::path(::testing::TempDir()) / "fusedconv_results_dir_test";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string path = (dir / "r.json").string();
+    EXPECT_EQ(read_results_file(path), json::array());
+    try {
+        read_results_file(dir.string());
+        ADD_FAILURE() << "a directory was read as a results file";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+    }
+    merge_into_file(path, {{{"problem", "p24"}, {"system", "halide"}, {"shape", {1}}}});
+    EXPECT_EQ(read_results_file(path).size(), 1u);
+    int files = 0;
+    for (const auto &entry : fs::directory_iterator(dir)) files += entry.is_regular_file();
+    EXPECT_EQ(files, 1);
+    fs::remove_all(dir);
 }
 
 }  // namespace

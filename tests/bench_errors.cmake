@@ -1,0 +1,40 @@
+# fusedconv_bench's usage errors, end to end (no GPU needed):
+#   cmake -DBENCH=<fusedconv_bench> -DDIR=<scratch dir> -P bench_errors.cmake
+# Each bad command line must exit 2 with a message naming the problem, found
+# before any measurement (so before the GPU check on a machine without one).
+cmake_minimum_required(VERSION 3.22)
+if (NOT DEFINED BENCH OR NOT DEFINED DIR)
+    message(FATAL_ERROR "bench_errors.cmake: -DBENCH=... and -DDIR=... are required")
+endif ()
+file(REMOVE_RECURSE "${DIR}")
+file(MAKE_DIRECTORY "${DIR}")
+
+function(expect code pattern)
+    execute_process(COMMAND "${BENCH}" ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                    ERROR_VARIABLE err TIMEOUT 60)
+    string(REPLACE ";" " " args "${ARGN}")
+    message(STATUS "fusedconv_bench ${args}  -> exit ${rc}\n${out}${err}")
+    if (NOT rc STREQUAL "${code}")
+        message(FATAL_ERROR "expected exit code ${code}, got ${rc}")
+    endif ()
+    if (NOT err MATCHES "${pattern}")
+        message(FATAL_ERROR "stderr does not match '${pattern}'")
+    endif ()
+endfunction()
+
+# CLI11's own parse errors exit 2, with the project's messages for counts.
+expect(2 "--reps: must be an integer >= 1, got 0" -r 0)
+expect(2 "--warmup: must be a non-negative integer, got -1" -w -1)
+expect(2 "--samples: expected an integer >= 1, got 'abc'" --samples abc)
+expect(2 "not expected: --bogus" --bogus)
+# Nothing to run, unknown names, malformed shapes.
+expect(2 "nothing to run" -p ,)
+expect(2 "--only-shapes without --shape" --only-shapes)
+expect(2 "unknown system 'foo'" -s foo)
+expect(2 "p99" -p p99)
+expect(2 "--shape 'p24': expected ID=N,C" --shape p24)
+# --help exits 0.
+execute_process(COMMAND "${BENCH}" --help RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+if (NOT rc STREQUAL "0")
+    message(FATAL_ERROR "--help exited with ${rc}")
+endif ()
