@@ -9,6 +9,9 @@
 #include "fusedconv/error.h"
 #include "fusedconv/models.h"
 #include "fusedconv/tensor.h"
+#include "halide_call.h"  // runtime/src: how pipeline errors become Errors
+
+#include <HalideRuntime.h>
 
 #include <gtest/gtest.h>
 
@@ -19,6 +22,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -387,6 +391,34 @@ TEST_P(Models, ForwardIntoRejectsAWrongOutputShapeAndLeavesItUntouched) {
 // storage would silently give garbage: it is refused. Shapes where input and
 // output have the same shape: Cin == Cout and k == 1 (p24 and p83), or
 // Cin == 1 and k == 1 (p25 and p32, whose output has one channel).
+// A copy of conv_weight() shares the model's storage (like PyTorch's
+// module.weight), so an output viewing a parameter would overwrite it while
+// the pipeline reads it: refused, naming the parameter.
+TEST_P(Models, ForwardIntoRefusesAnOutputSharingAParameter) {
+    const ModelCase &c = GetParam();
+    auto m = c.make(4, 4, 3, DeviceChoice::CPU);
+    const Shape s = input_shape(c, 1, 4, 3);  // a 1-pixel output: fits in any parameter
+    const Shape o = m->output_shape(s);
+    Tensor in = random_tensor(s, 3);
+    Tensor weight = m->conv_weight();  // shares the storage
+    ASSERT_LE(Tensor::empty(o).numel(), weight.numel());
+    const std::vector<float> before = weight.to_vector();
+    Tensor alias = Tensor::wrap_host(weight.data(), o);
+    EXPECT_TRUE(throws_error([&] { m->forward_into(in, alias); },
+                             {"forward_into", "shares storage", "conv.weight"}));
+    EXPECT_EQ(m->conv_weight().to_vector(), before);
+    if (auto *p83 = dynamic_cast<Conv3dGroupNormMinClampDropout *>(m.get())) {
+        Tensor gamma = p83->norm_weight();
+        ASSERT_LE(Tensor::empty(o).numel(), gamma.numel());
+        Tensor on_gamma = Tensor::wrap_host(gamma.data(), o);
+        EXPECT_TRUE(throws_error([&] { m->forward_into(in, on_gamma); },
+                                 {"shares storage", "norm.weight"}));
+    }
+    // Its own output tensor is fine.
+    Tensor out = Tensor::empty(o);
+    EXPECT_NO_THROW(m->forward_into(in, out));
+}
+
 TEST_P(Models, ForwardIntoRefusesAnOutputSharingTheInputsStorage) {
     const ModelCase &c = GetParam();
     const bool one_channel_out = c.spatial == 2;
@@ -521,6 +553,10 @@ TEST(P83Errors, DropoutProbabilityOutsideTheUnitIntervalOrNaN) {
     }
     // The message names the value.
     EXPECT_TRUE(throws_error([&] { m.set_dropout_p(1.5f); }, {"1.5"}));
+    // Values just outside [0, 1] print as themselves, not as 1.000000 / -0.000000.
+    EXPECT_TRUE(throws_error([&] { m.set_dropout_p(std::nextafter(1.0f, 2.0f)); },
+                             {"got 1.00000012"}));
+    EXPECT_TRUE(throws_error([&] { m.set_dropout_p(-1e-10f); }, {"got -1.00000001e-10"}));
     EXPECT_TRUE(throws_error([&] { m.set_dropout_p(kNaN); }, {"nan"}));
     for (float p : {0.0f, -0.0f, 1e-30f, 0.5f, 1.0f}) {
         EXPECT_NO_THROW(m.set_dropout_p(p));
@@ -633,6 +669,17 @@ TEST(GpuLimits, P24WithMoreChannelsThanSharedMemoryFailsCleanly) {
     // The GPU stays usable afterwards, at a size that fits.
     Conv3dMinSoftmax small(3, 24, 3, 2, DeviceChoice::GPU, 42);
     EXPECT_TRUE(matches(small.forward(in.to(Device::GPU)), p24_reference(small, in)));
+}
+
+// Halide reports an error raised in a CPU parallel loop on its worker
+// thread; the caller's Error still carries that message, once.
+TEST(HalideErrors, MessageFromAWorkerThreadReachesTheCaller) {
+    detail::install_halide_error_handler();
+    std::thread([] { halide_error(nullptr, "bounds trouble on a worker\n"); }).join();
+    EXPECT_TRUE(throws_error([] { detail::check_halide(-1, "p24 forward"); },
+                             {"p24 forward: bounds trouble on a worker"}));
+    EXPECT_TRUE(throws_error([] { detail::check_halide(-3, "again"); },
+                             {"again: Halide error code -3"}));
 }
 
 }  // namespace

@@ -5,18 +5,42 @@
 #include "HalideRuntime.h"
 
 #include <mutex>
+#include <string>
+#include <utility>
 
 namespace fusedconv::detail {
 
 namespace {
 
 // Halide reports an error through the handler, then returns non-zero from
-// the pipeline; the message is kept per thread for check_halide.
+// the pipeline; the message is kept per thread for check_halide. An error
+// raised inside a CPU parallel loop reaches the handler on one of Halide's
+// worker threads, so the latest message of any thread is kept as well and
+// used when the calling thread has none (with errors in several threads at
+// once that one may belong to another call; it is still the better message
+// than a bare error code).
 thread_local std::string last_message;
+std::mutex any_thread_mutex;
+std::string any_thread_message;
 
 void record_error(void *, const char *msg) {
-    last_message = msg ? msg : "";
-    while (!last_message.empty() && last_message.back() == '\n') last_message.pop_back();
+    std::string text = msg ? msg : "";
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    {
+        std::lock_guard<std::mutex> lock(any_thread_mutex);
+        any_thread_message = text;
+    }
+    last_message = std::move(text);
+}
+
+// The message for a failed call on this thread, consumed.
+std::string take_message() {
+    std::string msg = std::move(last_message);
+    last_message.clear();
+    std::lock_guard<std::mutex> lock(any_thread_mutex);
+    if (msg.empty()) msg = std::move(any_thread_message);
+    any_thread_message.clear();
+    return msg;
 }
 
 }  // namespace
@@ -31,9 +55,8 @@ void check_halide(int result, const std::string &what) {
         last_message.clear();
         return;
     }
-    std::string msg = last_message.empty() ? "Halide error code " + std::to_string(result)
-                                           : last_message;
-    last_message.clear();
+    std::string msg = take_message();
+    if (msg.empty()) msg = "Halide error code " + std::to_string(result);
     throw Error(what + ": " + msg);
 }
 

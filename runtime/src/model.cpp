@@ -165,11 +165,22 @@ void Model::check_output(const Tensor &input, const Tensor &output,
                                     : reinterpret_cast<uintptr_t>(t.data());
         return std::make_pair(begin, begin + static_cast<uintptr_t>(t.numel()) * sizeof(float));
     };
-    const auto in = range(input), out = range(output);
-    if (in.first < out.second && out.first < in.second) {
+    auto overlap = [](std::pair<uintptr_t, uintptr_t> a, std::pair<uintptr_t, uintptr_t> b) {
+        return a.first < b.second && b.first < a.second;
+    };
+    const auto out = range(output);
+    if (overlap(range(input), out)) {
         throw Error("forward_into: output of shape " + shape_string(output.shape()) +
                     " shares storage with the input of shape " + shape_string(input.shape()) +
                     "; the model cannot run in place");
+    }
+    // Nor over its own parameters (a copy of conv_weight() shares them).
+    for (const auto &[name, t] : parameters()) {
+        if (t->defined() && overlap(range(*t), out)) {
+            throw Error("forward_into: output of shape " + shape_string(output.shape()) +
+                        " shares storage with the model's parameter " + name + " of shape " +
+                        shape_string(t->shape()));
+        }
     }
 }
 

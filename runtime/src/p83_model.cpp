@@ -3,6 +3,8 @@
 #include "halide_call.h"
 #include "model_util.h"
 
+#include <cstdio>
+
 #include "p83_cpu.h"
 #include "p83_cuda.h"
 
@@ -52,8 +54,12 @@ void Conv3dGroupNormMinClampDropout::set_clamp(float clamp_min, float clamp_max)
 
 void Conv3dGroupNormMinClampDropout::set_dropout_p(float p) {
     if (!(p >= 0.0f && p <= 1.0f)) {  // also rejects NaN
+        // %.9g: every float distinct (to_string's 6 decimals printed
+        // 1.0000001 as "1.000000" and -1e-10 as "-0.000000").
+        char value[32];
+        std::snprintf(value, sizeof value, "%.9g", static_cast<double>(p));
         throw Error(std::string(kName) + ": dropout probability has to be between 0 and 1, but got " +
-                    std::to_string(p));
+                    value);
     }
     p_ = p;
 }

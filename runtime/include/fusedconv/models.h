@@ -10,9 +10,12 @@
 #pragma once
 
 #include "fusedconv/device.h"
+#include "fusedconv/error.h"
 #include "fusedconv/tensor.h"
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace fusedconv {
 
@@ -22,7 +25,10 @@ class Model {
 public:
     virtual ~Model() = default;
     Device device() const { return device_; }
-    // The convolution's weight (PyTorch layout) and bias, on device().
+    // The convolution's weight (PyTorch layout) and bias, on device(): like
+    // PyTorch's module.weight, the model's own storage (a Tensor copy shares
+    // it, so writes through one change the model; clone() gives an
+    // independent copy, as state_dict() does).
     const Tensor &conv_weight() const { return weight_; }
     const Tensor &conv_bias() const { return bias_; }
     // Output shape for an input shape; throws Error naming the mismatch (also
@@ -32,16 +38,22 @@ public:
     // Runs the model; the output is a new tensor on the model's device.
     Tensor forward(const Tensor &input);
     // Runs the model into `output` (already of output_shape, on the device,
-    // not sharing storage with `input`: the models cannot run in place):
-    // with a reused output no device allocation happens per call.
+    // not sharing storage with `input` or with the model's parameters: the
+    // models cannot run in place): with a reused output no device allocation
+    // happens per call.
     virtual void forward_into(const Tensor &input, Tensor &output) = 0;
 
 protected:
     explicit Model(DeviceChoice choice);
     void check_input(const Tensor &input) const;
     // `output` defined, of shape `expected`, on the model's device and not
-    // sharing storage with `input` (already checked by check_input).
+    // sharing storage with `input` (already checked by check_input) or with
+    // any of parameters().
     void check_output(const Tensor &input, const Tensor &output, const Shape &expected) const;
+    // The model's parameter tensors with their state_dict names.
+    virtual std::vector<std::pair<const char *, const Tensor *>> parameters() const {
+        return {{"conv.weight", &weight_}, {"conv.bias", &bias_}};
+    }
     // A parameter in PyTorch layout, copied onto the model's device after
     // its shape is checked against `expected`.
     Tensor adopt(const Tensor &value, const Shape &expected, const char *name) const;
@@ -127,10 +139,16 @@ public:
     uint32_t dropout_seed() const { return dropout_seed_; }
     float eps() const { return eps_; }
     int groups() const { return groups_; }
-    const Tensor &norm_weight() const { return gamma_; }
+    const Tensor &norm_weight() const { return gamma_; }  // shared like conv_weight()
     const Tensor &norm_bias() const { return beta_; }
     Shape output_shape(const Shape &input_shape) const override;
     void forward_into(const Tensor &input, Tensor &output) override;
+
+protected:
+    std::vector<std::pair<const char *, const Tensor *>> parameters() const override {
+        return {{"conv.weight", &weight_}, {"conv.bias", &bias_}, {"norm.weight", &gamma_},
+                {"norm.bias", &beta_}};
+    }
 
 private:
     int in_channels_, out_channels_, kernel_size_, groups_;
