@@ -38,8 +38,13 @@ Expr nan_max(Expr a, Expr b);
 Expr min_then_clamp(Expr v, Expr m, Expr lo, Expr hi);
 
 // A 2D or 3D convolution with bias: stride 1, no padding, any kernel size.
+// The taps are summed from 0 and the bias is added last, as PyTorch's CPU
+// and cuDNN paths do: a sum started from the bias rounds every product at
+// the bias's magnitude (with |bias| 1e3 over small products, 10x the error
+// after GroupNorm removes the mean).
 struct Conv {
-    Func f;       // f(x, y, c, n) or f(x, y, z, c, n); the update sums over r
+    Func f;       // f(x, y, c, n) or f(x, y, z, c, n): update(0) sums over r,
+                  // update(1) adds the bias; schedules place update(1) like the pure stage
     RDom r;       // (kx, ky, ci) or (kx, ky, kz, ci)
     Func source;  // the input as the update reads it, edge-clamped
     Func weight;  // the weights as the update reads them, channel-clamped
