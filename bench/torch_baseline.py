@@ -40,8 +40,11 @@ import time
 import traceback
 import warnings
 
-import torch
-import torch.nn as nn
+try:
+    import torch
+    import torch.nn as nn
+except ImportError as e:  # say what is missing instead of a traceback
+    sys.exit(f"torch_baseline.py needs PyTorch with CUDA (python3 -c 'import torch' failed: {e})")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import results_io  # noqa: E402

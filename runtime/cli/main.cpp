@@ -165,5 +165,11 @@ int main(int argc, char **argv) {
         for (const std::string &note : r.notes) std::printf("     %s\n", note.c_str());
         std::fflush(stdout);
     }
+    // A results table that could not be written (a full disk, a closed pipe)
+    // is a failed run, not a silent success.
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+        std::fprintf(stderr, "fusedconv: writing the results to stdout failed\n");
+        return 1;
+    }
     return all_ok ? 0 : 1;
 }

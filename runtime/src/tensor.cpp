@@ -110,22 +110,22 @@ Tensor Tensor::wrap_device(void *device_ptr, const Shape &shape) {
 
 bool Tensor::defined() const { return impl_ != nullptr; }
 
-Tensor::Impl &Tensor::checked() const {
-    if (!impl_) throw Error("use of an undefined (empty) tensor");
+Tensor::Impl &Tensor::checked(const char *what) const {
+    if (!impl_) throw Error(std::string(what) + ": use of an undefined (empty) tensor");
     return *impl_;
 }
 
-const Shape &Tensor::shape() const { return checked().shape; }
+const Shape &Tensor::shape() const { return checked("Tensor::shape()").shape; }
 int Tensor::dim() const { return static_cast<int>(shape().size()); }
 int64_t Tensor::numel() const {
     int64_t n = 1;
     for (int64_t s : shape()) n *= s;
     return n;
 }
-Device Tensor::device() const { return checked().device; }
+Device Tensor::device() const { return checked("Tensor::device()").device; }
 
 Tensor Tensor::to(Device device) const {
-    Impl &src = checked();
+    Impl &src = checked("Tensor::to()");
     Tensor dst = empty(src.shape, device);
     const halide_device_interface_t *iface =
         device == Device::GPU ? cuda_interface() : nullptr;
@@ -140,16 +140,20 @@ Tensor Tensor::to(Device device) const {
     return dst;
 }
 
-Tensor Tensor::clone() const { return to(device()); }
+Tensor Tensor::clone() const {
+    checked("Tensor::clone()");
+    return to(device());
+}
 
 std::vector<float> Tensor::to_vector() const {
+    checked("Tensor::to_vector()");
     Tensor host = device() == Device::CPU ? *this : to(Device::CPU);
     const float *p = host.data();
     return std::vector<float>(p, p + numel());
 }
 
 float *Tensor::data() {
-    const Impl &impl = checked();
+    const Impl &impl = checked("Tensor::data()");
     if (impl.device != Device::CPU) {
         throw Error("data(): tensor of shape " + shape_string(impl.shape) +
                     " is on the GPU; use to(Device::CPU) or device_data()");
@@ -160,7 +164,7 @@ float *Tensor::data() {
 const float *Tensor::data() const { return const_cast<Tensor *>(this)->data(); }
 
 void *Tensor::device_data() const {
-    const Impl &impl = checked();
+    const Impl &impl = checked("Tensor::device_data()");
     if (impl.device != Device::GPU) {
         throw Error("device_data(): tensor of shape " + shape_string(impl.shape) +
                     " is on the CPU; use to(Device::GPU) or data()");
@@ -169,7 +173,7 @@ void *Tensor::device_data() const {
 }
 
 halide_buffer_t *Tensor::raw() const {
-    checked();
+    checked("Tensor::raw()");
     return impl_->buf.raw_buffer();
 }
 

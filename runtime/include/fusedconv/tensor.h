@@ -54,7 +54,7 @@ public:
 private:
     struct Impl;
     explicit Tensor(std::shared_ptr<Impl> impl);
-    Impl &checked() const;  // throws Error for an undefined tensor
+    Impl &checked(const char *what) const;  // throws Error naming `what` for an undefined tensor
     std::shared_ptr<Impl> impl_;
 };
 
