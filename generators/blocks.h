@@ -48,6 +48,7 @@ struct Conv {
     RDom r;       // (kx, ky, ci) or (kx, ky, kz, ci)
     Func source;  // the input as the update reads it, edge-clamped
     Func weight;  // the weights as the update reads them, channel-clamped
+    Func bias;    // bias(c), channel-clamped, as update(1) reads it (inline unless scheduled)
 };
 // kw, kh, (kd), cin, cout: extents of the weight buffer; in_w, in_h, (in_d):
 // the input's width, height (and depth). `source` clamps the input column,
