@@ -58,12 +58,10 @@ Conv conv2d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr cin, Expr
     RDom r(0, kw, 0, kh, 0, cin, name + "_r");
     Func src = clamped_input2d(input, in_w, in_h, cin, name + "_src");
     Func w = clamped_weight2d(weight, kw, kh, cin, cout, name + "_w");
-    Func b(name + "_bias"), f(name);
-    b(v.c) = bias(clamp(v.c, 0, cout - 1));
-    f(v.x, v.y, v.c, v.n) = 0.0f;
+    Func f(name);
+    f(v.x, v.y, v.c, v.n) = bias(clamp(v.c, 0, cout - 1));
     f(v.x, v.y, v.c, v.n) += w(r.x, r.y, r.z, v.c) * src(v.x + r.x, v.y + r.y, r.z, v.n);
-    f(v.x, v.y, v.c, v.n) += b(v.c);  // last: see blocks.h
-    return {f, r, src, w, b};
+    return {f, r, src, w};
 }
 
 Conv conv3d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr kd,
@@ -75,13 +73,11 @@ Conv conv3d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr kd,
                                          clamp(v.z, 0, in_d - 1), clamp(v.c, 0, cin - 1), v.n);
     w(v.x, v.y, v.z, v.c, v.n) =
         weight(v.x, v.y, v.z, clamp(v.c, 0, cin - 1), clamp(v.n, 0, cout - 1));
-    Func b(name + "_bias"), f(name);
-    b(v.c) = bias(clamp(v.c, 0, cout - 1));
-    f(v.x, v.y, v.z, v.c, v.n) = 0.0f;
+    Func f(name);
+    f(v.x, v.y, v.z, v.c, v.n) = bias(clamp(v.c, 0, cout - 1));
     f(v.x, v.y, v.z, v.c, v.n) +=
         w(r.x, r.y, r.z, r.w, v.c) * src(v.x + r.x, v.y + r.y, v.z + r.z, r.w, v.n);
-    f(v.x, v.y, v.z, v.c, v.n) += b(v.c);  // last: see blocks.h
-    return {f, r, src, w, b};
+    return {f, r, src, w};
 }
 
 MinReduce min_over_depth(Func f5, Expr depth, const std::string &name) {

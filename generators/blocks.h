@@ -38,17 +38,24 @@ Expr nan_max(Expr a, Expr b);
 Expr min_then_clamp(Expr v, Expr m, Expr lo, Expr hi);
 
 // A 2D or 3D convolution with bias: stride 1, no padding, any kernel size.
-// The taps are summed from 0 and the bias is added last, as PyTorch's CPU
-// and cuDNN paths do: a sum started from the bias rounds every product at
-// the bias's magnitude (with |bias| 1e3 over small products, 10x the error
-// after GroupNorm removes the mean).
+// The sum starts from the bias. PyTorch's CPU and cuDNN paths add the bias
+// after the taps' sum, which is more accurate when |bias| is far above the
+// products (each product is then not rounded at the bias's magnitude: in the
+// block tests, with |bias| 1e4, 0.5 ulp against 7-14 ulps; within float32's
+// summation bound either way, and no difference at the models' default
+// init). Measured (H200, 2026-11-22, three alternating runs, ms, against
+// 0.422-0.428 / 3.39-3.42 / 11.80-11.85 / 1.103-1.110 for p24 / p25 / p32
+// / p83 with the bias first): the bias as a last update stage of this Func
+// 0.410-0.420 / 3.42-3.45 / 11.82-11.90 / 1.131-1.166; the sum from 0 kept
+// and the bias added by the consumers 0.430-0.436 / 3.40-3.44 / 11.82-11.88
+// / 1.174-1.197 (p83's conv kernel: 675 us against 635 by ncu, 255
+// registers against 251). Not kept: p83, the model nearest its target,
+// loses 3-8%.
 struct Conv {
-    Func f;       // f(x, y, c, n) or f(x, y, z, c, n): update(0) sums over r,
-                  // update(1) adds the bias; schedules place update(1) like the pure stage
+    Func f;       // f(x, y, c, n) or f(x, y, z, c, n); the update sums over r
     RDom r;       // (kx, ky, ci) or (kx, ky, kz, ci)
     Func source;  // the input as the update reads it, edge-clamped
     Func weight;  // the weights as the update reads them, channel-clamped
-    Func bias;    // bias(c), channel-clamped, as update(1) reads it (inline unless scheduled)
 };
 // kw, kh, (kd), cin, cout: extents of the weight buffer; in_w, in_h, (in_d):
 // the input's width, height (and depth). `source` clamps the input column,

@@ -261,8 +261,6 @@ void gpu_direct(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLevel 
         .unroll(v.x)
         .unroll(v.y);
     unroll_taps_of_size_3(upd, p.conv, {p.kw, p.kh});
-    // The bias, added last in the same registers.
-    conv.update(1).reorder(v.x, v.y, v.c, v.n).gpu_lanes(v.c).unroll(v.x).unroll(v.y);
 
     // Staged per chunk of input channels: the input window and the weights,
     // stored input-channel-outermost so that the lanes (output channels)
@@ -439,7 +437,6 @@ void cpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
         .vectorize(v.x, vec, TailStrategy::GuardWithIf)
         .unroll(v.c);
     unroll_taps_of_size_3(upd, p.conv, {p.kw, p.kh});
-    conv.update(1).unroll(v.c).vectorize(v.x, vec, TailStrategy::GuardWithIf);  // the bias
 
     if (!has_winograd(p)) return;
     cv.specialize(p.use_winograd);

@@ -160,13 +160,6 @@ void gpu(P24Pipeline &p, const P24Params &t) {
         .unroll(v.y)
         .unroll(v.z);
     unroll_taps_of_size_3(upd, p.conv, {p.kw, p.kh, p.kd});
-    // The bias, added last in the same registers.
-    conv.update(1)
-        .reorder(v.c, v.x, v.y, v.z, v.n)
-        .unroll(v.c)
-        .unroll(v.x)
-        .unroll(v.y)
-        .unroll(v.z);
 }
 
 // CPU: rows of (sample, y) in parallel, vectorized over x; per row, the
@@ -198,7 +191,6 @@ void cpu(P24Pipeline &p, const P24Params &t) {
     upd.reorder(v.x, p.conv.r.x, p.conv.r.y, p.conv.r.z, p.conv.r.w)
         .vectorize(v.x, vec, TailStrategy::GuardWithIf);
     unroll_taps_of_size_3(upd, p.conv, {p.kw, p.kh, p.kd});
-    conv.update(1).vectorize(v.x, vec, TailStrategy::GuardWithIf);  // the bias
 }
 
 }  // namespace

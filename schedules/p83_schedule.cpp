@@ -98,11 +98,6 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     upd.reorder(v.c, v.y, p.conv.r.x, p.conv.r.y, p.conv.r.w, p.conv.r.z)
         .vectorize(v.c, vec).unroll(v.c).unroll(v.y);
     unroll_taps_of_size_3(upd, p.conv, {p.kw, p.kh});
-    // The bias, added last in the same registers; the thread's cb values
-    // are loaded once per channel block, outside the depth loop, so the
-    // conv's last stage does not wait for a global load at every depth.
-    conv.update(1).reorder(v.c, v.y).vectorize(v.c, vec).unroll(v.c).unroll(v.y);
-    p.conv.bias.compute_at(kept, co).bound_extent(v.c, cb).vectorize(v.c, vec).unroll(v.c);
     // The weights are first copied (a tiny kernel) into a global buffer with
     // the output channel innermost: a thread's cb channels of one tap are
     // then one 16-byte read-only vector load (the update is vectorized over
@@ -235,7 +230,6 @@ void cpu(P83Pipeline &p, const P83Params &t) {
     conv_cols.update().reorder(v.x, p.conv.r.x, p.conv.r.y, p.conv.r.z, p.conv.r.w)
         .vectorize(v.x, vec, TailStrategy::GuardWithIf);
     unroll_taps_of_size_3(conv_cols.update(), p.conv, {p.kw, p.kh, p.kd});
-    conv_cols.update(1).vectorize(v.x, vec, TailStrategy::GuardWithIf);  // the bias
 
     s.groups.compute_root().parallel(v.n);
     s.mean.compute_at(s.groups, v.g);
@@ -249,7 +243,6 @@ void cpu(P83Pipeline &p, const P83Params &t) {
     conv.update().reorder(v.x, p.conv.r.x, p.conv.r.y, p.conv.r.z, p.conv.r.w)
         .vectorize(v.x, vec, TailStrategy::GuardWithIf);
     unroll_taps_of_size_3(conv.update(), p.conv, {p.kw, p.kh, p.kd});
-    conv.update(1).vectorize(v.x, vec, TailStrategy::GuardWithIf);  // the bias
 }
 
 }  // namespace

@@ -352,34 +352,6 @@ TEST(BlockConv3d, NaNInputPoisonsExactlyItsReceptiveField) {
     check_conv_nan({1, 5, 24, {4, 7, 5}, {2, 3, 1}}, {0, 4, 0, 6, 4});
 }
 
-// The bias is added after the taps' sum (as PyTorch does): with a bias far
-// larger than the products, each output is the float64 value rounded once
-// at the bias's magnitude (half an ulp), plus the small sum's own error. A
-// sum started from the bias rounds every product there: several ulps.
-void check_bias_added_last(const ConvCase &c) {
-    ConvProblem p = make_conv(c, 7);
-    for (int64_t co = 0; co < c.cout; co++) {
-        p.bias.at({co}) = (co % 2 ? -1.0f : 1.0f) * (10000.0f + 0.37f * static_cast<float>(co));
-    }
-    const HostTensor out = run_conv(p.input, p.weight, p.bias);
-    const HostTensor expected = ref::conv(p.input.host(), p.weight.host(), p.bias.host());
-    double worst_ulps = 0;
-    for (int64_t i = 0; i < out.numel(); i++) {
-        const float r = static_cast<float>(expected.values[i]);
-        const double ulp = std::nextafter(std::fabs(r), INFINITY) - std::fabs(r);
-        worst_ulps = std::max(worst_ulps, std::fabs(out.values[i] - expected.values[i]) / ulp);
-    }
-    // Half an ulp of ~1e4 is 4.9e-4; the products' sum (<= 135 terms of
-    // magnitude < 1) adds at most about 1e-5, i.e. 0.01 ulp.
-    EXPECT_LE(worst_ulps, 0.52);
-}
-
-TEST(BlockConv2d, BiasIsAddedAfterTheSum) { check_bias_added_last({3, 5, 24, {11, 9}, {3, 3}}); }
-
-TEST(BlockConv3d, BiasIsAddedAfterTheSum) {
-    check_bias_added_last({3, 5, 24, {5, 11, 9}, {3, 3, 3}});
-}
-
 // ------------------------------------------------------------------ min over depth
 
 class BlockMinDepthMatchesReference : public ::testing::TestWithParam<Shape> {};
