@@ -43,14 +43,15 @@ Expr min_then_clamp(Expr v, Expr m, Expr lo, Expr hi);
 // products (each product is then not rounded at the bias's magnitude: in the
 // block tests, with |bias| 1e4, 0.5 ulp against 7-14 ulps; within float32's
 // summation bound either way, and no difference at the models' default
-// init). Measured (H200, 2026-11-22, three alternating runs, ms, against
-// 0.422-0.428 / 3.39-3.42 / 11.80-11.85 / 1.103-1.110 for p24 / p25 / p32
-// / p83 with the bias first): the bias as a last update stage of this Func
-// 0.410-0.420 / 3.42-3.45 / 11.82-11.90 / 1.131-1.166; the sum from 0 kept
-// and the bias added by the consumers 0.430-0.436 / 3.40-3.44 / 11.82-11.88
-// / 1.174-1.197 (p83's conv kernel: 675 us against 635 by ncu, 255
-// registers against 251). Not kept: p83, the model nearest its target,
-// loses 3-8%.
+// init). Measured (H200, 2026-11-22, alternating runs of the bias-first
+// build against each form in three calls, ms): the bias as a last update
+// stage of this Func: p24 0.410-0.420 against 0.422-0.428, p25 3.42-3.45
+// against 3.39-3.42, p32 11.82-11.90 against 11.79-11.92, p83 1.131-1.166
+// against 1.103-1.135 (2.5-5% slower in each call; ncu: its conv kernel
+// 675 us against 635, 255 registers against 251); the sum from 0 kept and
+// the bias added by its consumers (one call): p24 0.430-0.436, p25
+// 3.40-3.44, p32 11.82-11.88, p83 1.174-1.197 against 1.108-1.110. Not kept:
+// p83, the model nearest its target, loses 3-8%.
 struct Conv {
     Func f;       // f(x, y, c, n) or f(x, y, z, c, n); the update sums over r
     RDom r;       // (kx, ky, ci) or (kx, ky, kz, ci)
