@@ -9,17 +9,10 @@ endif ()
 file(REMOVE_RECURSE "${DIR}")
 file(MAKE_DIRECTORY "${DIR}")
 
+include(${CMAKE_CURRENT_LIST_DIR}/expect_exit.cmake)
+
 function(expect code pattern)
-    execute_process(COMMAND "${BENCH}" ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
-                    ERROR_VARIABLE err TIMEOUT 60)
-    string(REPLACE ";" " " args "${ARGN}")
-    message(STATUS "fusedconv_bench ${args}  -> exit ${rc}\n${out}${err}")
-    if (NOT rc STREQUAL "${code}")
-        message(FATAL_ERROR "expected exit code ${code}, got ${rc}")
-    endif ()
-    if (NOT err MATCHES "${pattern}")
-        message(FATAL_ERROR "stderr does not match '${pattern}'")
-    endif ()
+    run_and_expect("${BENCH}" ${code} stderr "${pattern}" ${ARGN})
 endfunction()
 
 # CLI11's own parse errors exit 2, with the project's messages for counts.

@@ -15,19 +15,12 @@ file(REMOVE_RECURSE "${DIR}")
 file(MAKE_DIRECTORY "${DIR}")
 execute_process(COMMAND "${FIXTURE}" write "${DIR}" COMMAND_ERROR_IS_FATAL ANY)
 
+include(${CMAKE_CURRENT_LIST_DIR}/expect_exit.cmake)
+
 # Runs the CLI with ARGN; fails unless it exits with `code` and its stdout and
 # stderr together match `pattern`.
 function(expect code pattern)
-    execute_process(COMMAND "${CLI}" ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
-                    ERROR_VARIABLE err TIMEOUT 60)
-    string(REPLACE ";" " " args "${ARGN}")
-    message(STATUS "fusedconv ${args}  -> exit ${rc}\n${out}${err}")
-    if (NOT rc STREQUAL "${code}")
-        message(FATAL_ERROR "expected exit code ${code}, got ${rc}")
-    endif ()
-    if (NOT "${out}${err}" MATCHES "${pattern}")
-        message(FATAL_ERROR "output does not match '${pattern}'")
-    endif ()
+    run_and_expect("${CLI}" ${code} both "${pattern}" ${ARGN})
 endfunction()
 
 set(W "${DIR}/weights.safetensors")
