@@ -20,12 +20,14 @@ expect(2 "--reps: must be an integer >= 1, got 0" -r 0)
 expect(2 "--warmup: must be a non-negative integer, got -1" -w -1)
 expect(2 "--samples: expected an integer >= 1, got 'abc'" --samples abc)
 expect(2 "not expected: --bogus" --bogus)
-# Nothing to run, unknown names, malformed shapes.
-expect(2 "nothing to run" -p ,)
-expect(2 "--only-shapes without --shape" --only-shapes)
+# Nothing to run, unknown names, malformed shapes (-s halide: a build
+# without cuDNN, such as the sanitizer pass's, refuses the default cuDNN
+# systems first).
+expect(2 "nothing to run" -s halide -p ,)
+expect(2 "--only-shapes without --shape" -s halide --only-shapes)
 expect(2 "unknown system 'foo'" -s foo)
-expect(2 "p99" -p p99)
-expect(2 "--shape 'p24': expected ID=N,C" --shape p24)
+expect(2 "unknown problem 'p99'" -s halide -p p99)
+expect(2 "--shape 'p24': expected ID=N,C" -s halide --shape p24)
 # --help exits 0.
 execute_process(COMMAND "${BENCH}" --help RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
 if (NOT rc STREQUAL "0")
