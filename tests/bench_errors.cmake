@@ -26,6 +26,8 @@ expect(2 "not expected: --bogus" --bogus)
 expect(2 "nothing to run" -s halide -p ,)
 expect(2 "--only-shapes without --shape" -s halide --only-shapes)
 expect(2 "unknown system 'foo'" -s foo)
+# An unknown system is refused naming the build's systems.
+expect(2 "unknown system 'nonesuch' \\(this build's systems: halide" -s halide,nonesuch --results -)
 expect(2 "unknown problem 'p99'" -s halide -p p99)
 expect(2 "--shape 'p24': expected ID=N,C" -s halide --shape p24)
 # --help exits 0.

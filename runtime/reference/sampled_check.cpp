@@ -13,19 +13,29 @@ int64_t pick(std::mt19937_64 &rng, int64_t n) {
     return std::uniform_int_distribution<int64_t>(0, n - 1)(rng);
 }
 
-// The positions among `count` to check: every one, in order, when `samples`
-// reaches `count` (drawing that many would repeat some, miss others and take
-// longer than checking them all); otherwise `samples` drawn uniformly.
-std::vector<int64_t> positions(int64_t count, int samples, uint64_t seed) {
-    std::vector<int64_t> at;
+// Calls at(i) for the positions among `count` to check, and counts them in
+// r.checked: every one, in order, when `samples` reaches `count` (drawing
+// that many would repeat some, miss others and take longer than checking
+// them all); otherwise `samples` drawn uniformly.
+template <typename At>
+void for_each_position(int64_t count, int samples, uint64_t seed, SampleReport &r, At at) {
     if (samples >= count) {
-        at.resize(static_cast<size_t>(count));
-        for (int64_t i = 0; i < count; ++i) at[static_cast<size_t>(i)] = i;
-        return at;
+        for (int64_t i = 0; i < count; ++i) at(i);
+        r.checked += count;
+        return;
     }
     std::mt19937_64 rng(seed);
-    for (int i = 0; i < samples; ++i) at.push_back(pick(rng, count));
-    return at;
+    for (int i = 0; i < samples; ++i) at(pick(rng, count));
+    r.checked += samples;
+}
+
+// The (n, y, x) pixels to check of an output (N, C, H, W): p24, p25, p32.
+template <typename At>
+void for_each_pixel(const std::vector<int64_t> &s, int samples, uint64_t seed, SampleReport &r,
+                    At at) {
+    for_each_position(s[0] * s[2] * s[3], samples, seed, r, [&](int64_t i) {
+        at(i / (s[2] * s[3]), i / s[3] % s[2], i % s[3]);
+    });
 }
 
 // p25 and p32: one value per (n, y, x) of an (N, 1, H, W) output.
@@ -33,11 +43,9 @@ template <typename RefAt>
 SampleReport check_channel_min(const float *out, const std::vector<int64_t> &s, int samples,
                                uint64_t seed, RefAt ref_at) {
     SampleReport r;
-    for (int64_t i : positions(s[0] * s[2] * s[3], samples, seed)) {
-        const int64_t n = i / (s[2] * s[3]), y = i / s[3] % s[2], x = i % s[3];
+    for_each_pixel(s, samples, seed, r, [&](int64_t n, int64_t y, int64_t x) {
         r.add(out[(n * s[2] + y) * s[3] + x], ref_at(n, y, x));
-        ++r.checked;
-    }
+    });
     return r;
 }
 
@@ -62,9 +70,7 @@ SampleReport check_p24(const HostTensor &in, const HostTensor &w, const HostTens
                        const float *out, const std::vector<int64_t> &s, int samples,
                        uint64_t seed) {
     SampleReport r;
-    for (int64_t i : positions(s[0] * s[2] * s[3], samples, seed)) {
-        const int64_t n = i / (s[2] * s[3]), y = i / s[3] % s[2], x = i % s[3];
-        ++r.checked;
+    for_each_pixel(s, samples, seed, r, [&](int64_t n, int64_t y, int64_t x) {
         std::vector<double> ref = p24_pixel(in, w, b, n, y, x);
         double sum = 0;
         for (int64_t c = 0; c < s[1]; ++c) {
@@ -73,7 +79,7 @@ SampleReport check_p24(const HostTensor &in, const HostTensor &w, const HostTens
             sum += g;
         }
         r.max_row_sum_dev = std::max(r.max_row_sum_dev, std::abs(sum - 1.0));
-    }
+    });
     return r;
 }
 
@@ -101,10 +107,9 @@ SampleReport check_p83(const HostTensor &in, const HostTensor &w, const HostTens
     std::map<std::pair<int64_t, int64_t>, GroupStats> stats;
     const int64_t cpg = s[1] / args.groups;
     const int64_t per_sample = s[1] * s[2] * s[3] * s[4];
-    for (int64_t i : positions(std::min<int64_t>(s[0], 2) * per_sample, samples, seed)) {
+    for_each_position(std::min<int64_t>(s[0], 2) * per_sample, samples, seed, r, [&](int64_t i) {
         const int64_t n = i / per_sample, c = i / (s[2] * s[3] * s[4]) % s[1];
         const int64_t z = i / (s[3] * s[4]) % s[2], y = i / s[4] % s[3], x = i % s[4];
-        ++r.checked;
         auto key = std::make_pair(n, c / cpg);
         auto it = stats.find(key);
         if (it == stats.end()) {
@@ -113,7 +118,7 @@ SampleReport check_p83(const HostTensor &in, const HostTensor &w, const HostTens
         double ref = p83_at(in, w, b, gamma, beta, args, it->second, n, c, z, y, x);
         double g = out[(((n * s[1] + c) * s[2] + z) * s[3] + y) * s[4] + x];
         r.add(g, ref);
-    }
+    });
     return r;
 }
 

@@ -74,9 +74,7 @@ void write_file_atomically(const std::string &path, const std::string &what,
     try {
         produce(sink);
     } catch (const std::exception &e) {
-        const std::string why = e.what();
-        // An Error from the sink is already worded; anything else is passed on.
-        discard(why.rfind("write failed: ", 0) == 0 ? why : "while writing: " + why);
+        discard(e.what());  // the sink's "write failed: ...", or the producer's own Error
     }
     if (std::fflush(f) != 0 || ::fsync(::fileno(f)) != 0) {
         discard(std::string("write failed: ") + std::strerror(errno));
