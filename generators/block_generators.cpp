@@ -3,6 +3,7 @@
 // convolution and GroupNorm must be checked directly). CPU targets only.
 #include "blocks.h"
 #include "blocks_schedule.h"
+#include "winograd2d.h"
 
 namespace fusedconv {
 
@@ -46,6 +47,41 @@ public:
 
 private:
     blocks::Conv conv;
+};
+
+// A 3x3 conv2d in one of the Winograd forms: "x" (F(4, 3) along x,
+// winograd.h) or "xy" (F(4x4, 3x3), winograd2d.h), for the accuracy tests.
+class BlockConv2dWinograd : public Generator<BlockConv2dWinograd> {
+public:
+    GeneratorParam<std::string> form{"form", "x"};
+    Input<Buffer<float, 4>> input{"input"};
+    Input<Buffer<float, 4>> weight{"weight"};
+    Input<Buffer<float, 1>> bias{"bias"};
+    Output<Buffer<float, 4>> output{"output"};
+    void generate() {
+        V v;
+        Expr kw = weight.dim(0).extent(), kh = weight.dim(1).extent();
+        Expr cin = weight.dim(2).extent(), cout = weight.dim(3).extent();
+        Expr in_w = input.dim(0).extent(), in_h = input.dim(1).extent();
+        Func f;
+        if (form.value() == "x") {
+            auto w = blocks::conv2d_winograd_x(input, weight, bias, kw, kh, cin, cout, in_w, in_h);
+            f = w.f;
+            roots = {w.u, w.m};
+        } else if (form.value() == "xy") {
+            auto w = blocks::conv2d_winograd_2d(input, weight, bias, kw, kh, cin, cout, in_w, in_h);
+            f = w.f;
+            roots = {w.u, w.v, w.m};
+        } else {
+            throw CompileError("block_conv2d_winograd: form must be x or xy, not \"" +
+                               form.value() + "\"");
+        }
+        output(v.x, v.y, v.c, v.n) = f(v.x, v.y, v.c, v.n);
+    }
+    void schedule() { schedules::schedule_block(roots, output); }
+
+private:
+    std::vector<Func> roots;
 };
 
 // min over depth (5D -> 4D) and over channels (4D -> (x, y, n)).
@@ -145,6 +181,7 @@ public:
 
 HALIDE_REGISTER_GENERATOR(fusedconv::BlockConv2d, block_conv2d)
 HALIDE_REGISTER_GENERATOR(fusedconv::BlockConv3d, block_conv3d)
+HALIDE_REGISTER_GENERATOR(fusedconv::BlockConv2dWinograd, block_conv2d_winograd)
 HALIDE_REGISTER_GENERATOR(fusedconv::BlockMinDepth, block_min_depth)
 HALIDE_REGISTER_GENERATOR(fusedconv::BlockMinChannels, block_min_channels)
 HALIDE_REGISTER_GENERATOR(fusedconv::BlockSoftmax, block_softmax)

@@ -4,6 +4,35 @@ namespace fusedconv::blocks {
 
 using namespace Halide;
 
+std::vector<Expr> winograd_taps_transform(const Expr &g0, const Expr &g1, const Expr &g2) {
+    // G = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6;
+    // 1/24 -1/12 1/6; 0 0 1] (interpolation points 0, -1, 1, -2, 2, infinity).
+    Expr even = g0 * (1.0f / 24) + g2 * (1.0f / 6), odd = g1 * (1.0f / 12);
+    return {g0 * 0.25f, (g0 + g1 + g2) * (-1.0f / 6), (g0 - g1 + g2) * (-1.0f / 6), even + odd,
+            even - odd, g2};
+}
+
+std::vector<Expr> winograd_input_transform(const std::vector<Expr> &d) {
+    // BT = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0;
+    // 0 -2 -1 2 1 0; 0 2 -1 -2 1 0; 0 4 0 -5 0 1].
+    Expr a = d[4] - d[2], b = 2.0f * (d[3] - d[1]);
+    return {4.0f * d[0] - 5.0f * d[2] + d[4], (d[3] + d[4]) - 4.0f * (d[1] + d[2]),
+            (d[4] - d[3]) + 4.0f * (d[1] - d[2]), a + b, a - b, 4.0f * d[1] - 5.0f * d[3] + d[5]};
+}
+
+std::vector<Expr> winograd_output_transform(const std::vector<Expr> &m) {
+    // AT = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1].
+    Expr s12 = m[1] + m[2], d12 = m[1] - m[2], s34 = m[3] + m[4], d34 = m[3] - m[4];
+    return {m[0] + s12 + s34, d12 + 2.0f * d34, s12 + 4.0f * s34, d12 + 8.0f * d34 + m[5]};
+}
+
+Expr winograd_poison(const std::vector<Expr> &m, float bound) {
+    Expr magnitude = abs(m[0]);
+    for (size_t j = 1; j < m.size(); j++) magnitude += abs(m[j]);
+    // strict_float keeps Halide's fast-math from folding 0 * x to 0.
+    return strict_float(0.0f * (magnitude * bound));
+}
+
 ConvWinogradX conv2d_winograd_x(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr cin,
                                 Expr cout, Expr in_w, Expr in_h, const std::string &name) {
     V v;
@@ -19,39 +48,25 @@ ConvWinogradX conv2d_winograd_x(Func input, Func weight, Func bias, Expr kw, Exp
     w.source = clamped_input2d(input, in_w, in_h, cin, name + "_src");
     w.weight = clamped_weight2d(weight, kw, kh, cin, cout, name + "_w");
 
-    // u = G g, G = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6;
-    // 1/24 -1/12 1/6; 0 0 1] (interpolation points 0, -1, 1, -2, 2, infinity).
     auto g = [&](int j) { return w.weight(j, v.y, v.z, v.c); };
-    Expr g0 = g(0), g1 = g(1), g2 = g(2);
-    Expr even = g0 * (1.0f / 24) + g2 * (1.0f / 6), odd = g1 * (1.0f / 12);
-    w.u(k, v.y, v.z, v.c) = mux(k, {g0 * 0.25f, (g0 + g1 + g2) * (-1.0f / 6),
-                                    (g0 - g1 + g2) * (-1.0f / 6), even + odd, even - odd, g2});
+    w.u(k, v.y, v.z, v.c) = mux(k, winograd_taps_transform(g(0), g(1), g(2)));
 
-    // v = BT d, BT = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0;
-    // 0 -2 -1 2 1 0; 0 2 -1 -2 1 0; 0 4 0 -5 0 1].
-    auto d = [&](int j) { return w.source(kWinogradTile * t + j, v.y, v.c, v.n); };
-    Expr d0 = d(0), d1 = d(1), d2 = d(2), d3 = d(3), d4 = d(4), d5 = d(5);
-    Expr a = d4 - d2, b = 2.0f * (d3 - d1);
-    w.v(k, t, v.y, v.c, v.n) =
-        mux(k, {4.0f * d0 - 5.0f * d2 + d4, (d3 + d4) - 4.0f * (d1 + d2),
-                (d4 - d3) + 4.0f * (d1 - d2), a + b, a - b, 4.0f * d1 - 5.0f * d3 + d5});
+    std::vector<Expr> d;
+    for (int j = 0; j < kWinogradPoints; j++) {
+        d.push_back(w.source(kWinogradTile * t + j, v.y, v.c, v.n));
+    }
+    w.v(k, t, v.y, v.c, v.n) = mux(k, winograd_input_transform(d));
 
     const RDom &r = w.r;
     w.m(k, t, v.y, v.c, v.n) = 0.0f;
     w.m(k, t, v.y, v.c, v.n) += w.u(k, r.x, r.y, v.c) * w.v(k, t, v.y + r.x, r.y, v.n);
 
-    // out = AT m, AT = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1].
-    auto m = [&](int j) { return w.m(j, t, v.y, v.c, v.n); };
-    Expr s12 = m(1) + m(2), d12 = m(1) - m(2), s34 = m(3) + m(4), d34 = m(3) - m(4);
-    // The poison (see winograd.h): 16 * sum |m| bounds every |AT m|, so it
-    // is finite exactly when no m is NaN or infinite and no output can
-    // overflow; 0 times it is then 0, and NaN otherwise. strict_float keeps
-    // Halide's fast-math from folding 0 * x to 0.
-    Expr magnitude = abs(m(0)) + abs(m(1)) + abs(m(2)) + abs(m(3)) + abs(m(4)) + abs(m(5));
-    Expr poison = strict_float(0.0f * (magnitude * 16.0f));
-    w.tiles(i, t, v.y, v.c, v.n) =
-        (bias(clamp(v.c, 0, cout - 1)) + poison) +
-        mux(i, {m(0) + s12 + s34, d12 + 2.0f * d34, s12 + 4.0f * s34, d12 + 8.0f * d34 + m(5)});
+    std::vector<Expr> m;
+    for (int j = 0; j < kWinogradPoints; j++) m.push_back(w.m(j, t, v.y, v.c, v.n));
+    // The poison (see winograd.h): AT's largest coefficient is 8, so
+    // 16 * sum |m| bounds every |AT m| with a factor 2 to spare.
+    w.tiles(i, t, v.y, v.c, v.n) = (bias(clamp(v.c, 0, cout - 1)) + winograd_poison(m, 16.0f)) +
+                                   mux(i, winograd_output_transform(m));
     w.f(v.x, v.y, v.c, v.n) =
         w.tiles(v.x % kWinogradTile, v.x / kWinogradTile, v.y, v.c, v.n);
     return w;

@@ -23,6 +23,8 @@
 
 #include "blocks.h"
 
+#include <vector>
+
 namespace fusedconv::blocks {
 
 constexpr int kWinogradTile = 4;    // outputs per tile along x
@@ -48,5 +50,17 @@ struct ConvWinogradX {
 ConvWinogradX conv2d_winograd_x(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr cin,
                                 Expr cout, Expr in_w, Expr in_h,
                                 const std::string &name = "wino");
+
+// The three one-dimensional transforms of F(4, 3), shared by the form along
+// x and the form in both dimensions (winograd2d.h): G g (3 taps -> 6
+// points), BT d (6 inputs -> 6 points) and AT m (6 points -> 4 outputs).
+std::vector<Expr> winograd_taps_transform(const Expr &g0, const Expr &g1, const Expr &g2);
+std::vector<Expr> winograd_input_transform(const std::vector<Expr> &d);
+std::vector<Expr> winograd_output_transform(const std::vector<Expr> &m);
+// 0 where `bound` * sum |m| is finite, NaN otherwise: added to every output
+// of a tile, it marks the tiles whose sums are not all finite or whose
+// output transform could overflow (`bound` at least twice the transform's
+// largest coefficient).
+Expr winograd_poison(const std::vector<Expr> &m, float bound);
 
 }  // namespace fusedconv::blocks
