@@ -1,6 +1,7 @@
 #include "conv2d_min_schedule.h"
 #include "conv_taps.h"
 #include "warp_staging.h"
+#include "winograd2d_schedule.h"
 
 #include <string>
 
@@ -461,7 +462,9 @@ void cpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
 
 void schedule_conv2d_min(Conv2dMinPipeline &p, const Conv2dMinParams &t, const Target &target,
                          WinogradTapsLayout taps) {
-    if (target.has_gpu_feature()) {
+    if (target.has_gpu_feature() && p.dims == WinogradDims::XY) {
+        gpu_conv2d_min_winograd2d(p, t);
+    } else if (target.has_gpu_feature()) {
         gpu(p, t, taps);
     } else {
         cpu(p, t);
@@ -480,6 +483,15 @@ WinogradTapsLayout taps_layout(const Conv2dMinParams &t, WinogradTapsLayout meas
 }
 
 }  // namespace
+
+WinogradDims Conv2dMinParams::winograd_dims(const Target &target) const {
+    const std::string dims = gpu_winograd_dims;
+    if (dims != "x" && dims != "xy") {
+        throw CompileError("conv2d-min GPU schedule: gpu_winograd_dims must be x or xy, not \"" +
+                           dims + "\"");
+    }
+    return target.has_gpu_feature() && dims == "xy" ? WinogradDims::XY : WinogradDims::X;
+}
 
 // The taps layouts as measured (gpu_winograd's notes).
 void schedule_p25(Conv2dMinPipeline &p, const Conv2dMinParams &t, const Target &target) {

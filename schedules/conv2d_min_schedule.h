@@ -57,6 +57,12 @@ struct Conv2dMinParams {
     Halide::Expr winograd_switch(const Halide::Expr &requested) const {
         return winograd_form ? requested : Halide::Internal::const_false();
     }
+    // GPU: which Winograd form the CUDA libraries hold for 3x3 kernels: "x"
+    // (F(4, 3) along x, one-warp blocks) or "xy" (F(4x4, 3x3), multi-warp
+    // blocks, Cin <= kWinograd2DMaxCin; winograd2d_schedule.cpp). The CPU
+    // libraries always hold the form along x.
+    Halide::GeneratorParam<std::string> gpu_winograd_dims{"gpu_winograd_dims", "x"};
+    WinogradDims winograd_dims(const Halide::Target &target) const;
     // CPU: vector width over x, and channels accumulated at once.
     Halide::GeneratorParam<int> cpu_vector{"cpu_vector", 8};
     Halide::GeneratorParam<int> cpu_channel_block{"cpu_channel_block", 8};

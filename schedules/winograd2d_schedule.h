@@ -1,0 +1,11 @@
+// GPU schedule of p25 and p32 with the Winograd F(4x4, 3x3) form
+// (generators/winograd2d.h): multi-warp blocks, per-thread outer products.
+#pragma once
+
+#include "conv2d_min_schedule.h"
+
+namespace fusedconv::schedules {
+
+void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t);
+
+}  // namespace fusedconv::schedules
