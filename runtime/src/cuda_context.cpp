@@ -7,19 +7,31 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
-
+#include <memory>
 #include <mutex>
 
 namespace fusedconv::cuda {
 
 namespace {
 
-// The few driver API entry points used here, declared by hand so that no
-// CUDA header is needed to build.
+// The driver API entry points used here, declared by hand so that no CUDA
+// header is needed to build. Values of enums and flags are cuda.h's.
 using CUresult = int;
 using CUdevice = int;
 using CUcontext = void *;
+using CUstream = void *;
+using CUgraph = void *;
+using CUgraphExec = void *;
+using CUdeviceptr = unsigned long long;
+
+constexpr uintptr_t kStreamLegacy = 0x1;     // CU_STREAM_LEGACY
+constexpr uintptr_t kStreamPerThread = 0x2;  // CU_STREAM_PER_THREAD
+constexpr unsigned kStreamNonBlocking = 0x1; // CU_STREAM_NON_BLOCKING
+constexpr int kCaptureModeGlobal = 0;        // CU_STREAM_CAPTURE_MODE_GLOBAL
+constexpr int kCaptureActive = 1, kCaptureInvalidated = 2;
 
 struct Driver {
     CUresult (*cuInit)(unsigned) = nullptr;
@@ -34,8 +46,25 @@ struct Driver {
     CUresult (*cuDeviceGetName)(char *, int, CUdevice) = nullptr;
     CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice) = nullptr;
     CUresult (*cuDeviceTotalMem)(size_t *, CUdevice) = nullptr;
-    CUdevice device = 0;
-    CUcontext primary = nullptr;
+    CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
+    CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream) = nullptr;
+    // Present in every driver of CUDA 11+; checked where used.
+    CUresult (*cuStreamGetCtx)(CUstream, CUcontext *) = nullptr;
+    CUresult (*cuStreamIsCapturing)(CUstream, int *) = nullptr;
+    CUresult (*cuStreamCreate)(CUstream *, unsigned) = nullptr;
+    CUresult (*cuStreamDestroy)(CUstream) = nullptr;
+    CUresult (*cuStreamBeginCapture)(CUstream, int) = nullptr;
+    CUresult (*cuStreamEndCapture)(CUstream, CUgraph *) = nullptr;
+    CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long) = nullptr;
+    CUresult (*cuGraphLaunch)(CUgraphExec, CUstream) = nullptr;
+    CUresult (*cuGraphExecDestroy)(CUgraphExec) = nullptr;
+    CUresult (*cuGraphDestroy)(CUgraph) = nullptr;
+
+    int count = 0;
+    // Primary context per device index, retained on first use (retaining
+    // creates the context, which takes device memory: only devices used).
+    std::unique_ptr<std::atomic<CUcontext>[]> primary;
+    std::mutex retain_mutex;
     std::string failure;  // "" when usable
 };
 
@@ -43,6 +72,9 @@ Driver &driver() {
     static Driver d;
     return d;
 }
+
+thread_local int tl_device = 0;
+thread_local void *tl_stream = nullptr;
 
 std::string describe(CUresult r) {
     const char *s = nullptr;
@@ -52,20 +84,57 @@ std::string describe(CUresult r) {
     return "CUDA error " + std::to_string(r);
 }
 
+std::string pointer_string(const void *p) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%p", p);
+    return buf;
+}
+
 template <typename F>
 bool load(void *lib, const char *name, F &fn) {
     fn = reinterpret_cast<F>(dlsym(lib, name));
     return fn != nullptr;
 }
 
-constexpr const char *kJitMaxRegisters = "255";
-
-int acquire_primary(void *, void **ctx, bool) {
-    *ctx = driver().primary;
-    return driver().primary ? 0 : -1;
+// The device's primary context, retained on first use; nullptr when the
+// index is out of range or the driver refuses (`why` says why).
+CUcontext primary_context(int device, std::string *why = nullptr) {
+    Driver &d = driver();
+    if (device < 0 || device >= d.count) {
+        if (why) *why = "no such device";
+        return nullptr;
+    }
+    if (CUcontext c = d.primary[device].load(std::memory_order_acquire)) return c;
+    std::lock_guard<std::mutex> lock(d.retain_mutex);
+    if (CUcontext c = d.primary[device].load(std::memory_order_relaxed)) return c;
+    CUdevice dev = 0;
+    CUcontext ctx = nullptr;
+    if (CUresult r = d.cuDeviceGet(&dev, device)) {
+        if (why) *why = "cuDeviceGet failed: " + describe(r);
+        return nullptr;
+    }
+    if (CUresult r = d.cuDevicePrimaryCtxRetain(&ctx, dev)) {
+        if (why) *why = "cuDevicePrimaryCtxRetain failed: " + describe(r);
+        return nullptr;
+    }
+    d.primary[device].store(ctx, std::memory_order_release);
+    return ctx;
 }
 
-int release_primary(void *) { return 0; }
+// Halide's hooks: the current device's primary context and current stream.
+int acquire_context(void *, void **ctx, bool) {
+    *ctx = primary_context(tl_device);
+    return *ctx ? 0 : -1;
+}
+
+int release_context(void *) { return 0; }
+
+int get_stream(void *, void *, void **stream) {
+    *stream = tl_stream;
+    return 0;
+}
+
+constexpr const char *kJitMaxRegisters = "255";
 
 std::string try_init() {
     Driver &d = driver();
@@ -81,19 +150,34 @@ std::string try_init() {
         !load(lib, "cuMemGetInfo_v2", d.cuMemGetInfo) ||
         !load(lib, "cuDeviceGetName", d.cuDeviceGetName) ||
         !load(lib, "cuDeviceGetAttribute", d.cuDeviceGetAttribute) ||
-        !load(lib, "cuDeviceTotalMem_v2", d.cuDeviceTotalMem)) {
+        !load(lib, "cuDeviceTotalMem_v2", d.cuDeviceTotalMem) ||
+        !load(lib, "cuStreamSynchronize", d.cuStreamSynchronize) ||
+        !load(lib, "cuMemcpyDtoHAsync_v2", d.cuMemcpyDtoHAsync)) {
         return "the CUDA driver lacks a required entry point";
     }
     load(lib, "cuGetErrorString", d.cuGetErrorString);
+    load(lib, "cuStreamGetCtx", d.cuStreamGetCtx);
+    load(lib, "cuStreamIsCapturing", d.cuStreamIsCapturing);
+    load(lib, "cuStreamCreate", d.cuStreamCreate);
+    load(lib, "cuStreamDestroy_v2", d.cuStreamDestroy);
+    load(lib, "cuStreamBeginCapture_v2", d.cuStreamBeginCapture);
+    load(lib, "cuStreamEndCapture", d.cuStreamEndCapture);
+    load(lib, "cuGraphInstantiateWithFlags", d.cuGraphInstantiateWithFlags);
+    load(lib, "cuGraphLaunch", d.cuGraphLaunch);
+    load(lib, "cuGraphExecDestroy", d.cuGraphExecDestroy);
+    load(lib, "cuGraphDestroy", d.cuGraphDestroy);
     if (CUresult r = d.cuInit(0)) return "cuInit failed: " + describe(r);
     int count = 0;
     if (CUresult r = d.cuDeviceGetCount(&count)) return "cuDeviceGetCount failed: " + describe(r);
     if (count < 1) return "no CUDA device is present";
-    CUdevice dev = 0;
-    if (CUresult r = d.cuDeviceGet(&dev, 0)) return "cuDeviceGet failed: " + describe(r);
-    d.device = dev;
-    if (CUresult r = d.cuDevicePrimaryCtxRetain(&d.primary, dev)) {
-        return "cuDevicePrimaryCtxRetain failed: " + describe(r);
+    d.primary.reset(new std::atomic<CUcontext>[count]);
+    for (int i = 0; i < count; ++i) d.primary[i].store(nullptr);
+    d.count = count;
+    // Device 0 is retained now, as the default of every call without a Scope.
+    std::string why;
+    if (!primary_context(0, &why)) {
+        d.count = 0;
+        return why;
     }
     // The context's cache preference (cuCtxSetCacheConfig) stays the
     // driver's: measured (H200, 2026-11-22, two runs each, p24 / p25 / p32 /
@@ -107,23 +191,42 @@ std::string try_init() {
     // registers and spill to local memory under that cap. 255 lets ptxas
     // pick (a value the user set is kept).
     setenv("HL_CUDA_JIT_MAX_REGISTERS", kJitMaxRegisters, 0);
-    halide_set_cuda_acquire_context(acquire_primary);
-    halide_set_cuda_release_context(release_primary);
+    halide_set_cuda_acquire_context(acquire_context);
+    halide_set_cuda_release_context(release_context);
+    halide_set_cuda_get_stream(get_stream);
     // Freed device buffers go to Halide's cache and are reused by the next
-    // allocation of a fitting size, instead of cuMemFree/cuMemAlloc per call.
+    // allocation of a fitting size on the same context and stream, instead
+    // of cuMemFree/cuMemAlloc per call.
     halide_reuse_device_allocations(nullptr, true);
     return "";
 }
 
-// Runs `f` with the primary context current.
+void require_usable(const char *what) {
+    if (!init().empty()) throw Error(std::string(what) + ": GPU unavailable: " + init());
+}
+
+// Runs `f` with `device`'s primary context current.
 template <typename F>
-CUresult with_context(F f) {
+CUresult with_context(int device, F f) {
     Driver &d = driver();
-    if (CUresult r = d.cuCtxPushCurrent(d.primary)) return r;
+    std::string why;
+    CUcontext ctx = primary_context(device, &why);
+    if (!ctx) throw Error("CUDA device " + std::to_string(device) + ": " + why);
+    if (CUresult r = d.cuCtxPushCurrent(ctx)) return r;
     CUresult r = f();
     CUcontext popped = nullptr;
     d.cuCtxPopCurrent(&popped);
     return r;
+}
+
+void check(CUresult r, const std::string &what) {
+    if (r) throw Error(what + " failed: " + describe(r));
+}
+
+template <typename Fn>
+Fn require_entry(Fn fn, const char *name) {
+    if (!fn) throw Error(std::string("the CUDA driver lacks ") + name);
+    return fn;
 }
 
 }  // namespace
@@ -134,34 +237,139 @@ const std::string &init() {
     return driver().failure;
 }
 
+int device_count() { return init().empty() ? driver().count : 0; }
+
+void check_device(int device, const std::string &what) {
+    if (!init().empty()) throw Error(what + ": GPU unavailable: " + init());
+    const int count = driver().count;
+    if (device < 0 || device >= count) {
+        throw Error(what + ": CUDA device index " + std::to_string(device) +
+                    " is out of range (" + std::to_string(count) + " device" +
+                    (count == 1 ? "" : "s") + " present: 0.." + std::to_string(count - 1) + ")");
+    }
+    std::string why;
+    if (!primary_context(device, &why)) {
+        throw Error(what + ": CUDA device " + std::to_string(device) + ": " + why);
+    }
+}
+
+Scope::Scope(int device, void *stream) : prev_device_(tl_device), prev_stream_(tl_stream) {
+    const std::string what = "CUDA device " + std::to_string(device);
+    check_device(device, "stream scope");
+    const uintptr_t handle = reinterpret_cast<uintptr_t>(stream);
+    if (handle == kStreamPerThread) {
+        // One handle names a different stream on each thread; Halide's
+        // allocation cache keys on the handle, so it could hand memory in use
+        // by one thread's queued work to another thread's work.
+        throw Error(what + ": the per-thread default stream (CU_STREAM_PER_THREAD, 0x2) is not "
+                           "supported; pass a created stream or NULL (the legacy default stream)");
+    }
+    if (stream && handle != kStreamLegacy && driver().cuStreamGetCtx) {
+        CUcontext ctx = nullptr;
+        const CUresult r = driver().cuStreamGetCtx(stream, &ctx);
+        if (r) {
+            throw Error(what + ": stream " + pointer_string(stream) +
+                        " is not a valid CUDA stream: " + describe(r));
+        }
+        if (ctx != primary_context(device)) {
+            throw Error(what + ": stream " + pointer_string(stream) +
+                        " belongs to another device or context than device " +
+                        std::to_string(device) + "'s primary context");
+        }
+    }
+    tl_device = device;
+    tl_stream = stream;
+}
+
+Scope::Scope(int device, void *stream, Unchecked) noexcept
+    : prev_device_(tl_device), prev_stream_(tl_stream) {
+    tl_device = device;
+    tl_stream = stream;
+}
+
+Scope::~Scope() {
+    tl_device = prev_device_;
+    tl_stream = prev_stream_;
+}
+
+int current_device() { return tl_device; }
+void *current_stream() { return tl_stream; }
+
+Capture capture_status() {
+    require_usable("capture status");
+    Driver &d = driver();
+    if (!d.cuStreamIsCapturing) return Capture::None;  // a driver without graphs
+    int status = 0;
+    void *stream = tl_stream;
+    const CUresult r = with_context(tl_device, [&] { return d.cuStreamIsCapturing(stream, &status); });
+    if (r) {
+        throw Error("CUDA device " + std::to_string(tl_device) + ": cuStreamIsCapturing on stream " +
+                    pointer_string(stream) + " failed: " + describe(r) +
+                    " (the legacy default stream cannot be used while another stream is "
+                    "captured in global mode)");
+    }
+    if (status == kCaptureActive) return Capture::Active;
+    if (status == kCaptureInvalidated) return Capture::Invalidated;
+    return Capture::None;
+}
+
+void copy_to_host_and_wait(void *host, uint64_t device_ptr, size_t bytes) {
+    require_usable("copy to host");
+    Driver &d = driver();
+    void *stream = tl_stream;
+    const std::string where = "CUDA device " + std::to_string(tl_device) + ", stream " +
+                              pointer_string(stream) + ": ";
+    check(with_context(tl_device,
+                       [&] { return d.cuMemcpyDtoHAsync(host, device_ptr, bytes, stream); }),
+          where + "cuMemcpyDtoHAsync of " + std::to_string(bytes) + " bytes");
+    check(with_context(tl_device, [&] { return d.cuStreamSynchronize(stream); }),
+          where + "cuStreamSynchronize");
+}
+
 void synchronize() {
     if (!init().empty()) return;
-    if (CUresult r = with_context([] { return driver().cuCtxSynchronize(); })) {
-        throw Error("GPU synchronize failed: " + describe(r));
-    }
-}
-
-void memory_info(size_t *free_bytes, size_t *total_bytes) {
-    if (!init().empty()) throw Error("GPU unavailable: " + init());
-    if (CUresult r = with_context([&] { return driver().cuMemGetInfo(free_bytes, total_bytes); })) {
-        throw Error("cuMemGetInfo failed: " + describe(r));
-    }
-}
-
-Attributes attributes() {
-    if (!init().empty()) throw Error("GPU unavailable: " + init());
     Driver &d = driver();
+    for (int i = 0; i < d.count; ++i) {
+        if (!d.primary[i].load(std::memory_order_acquire)) continue;  // never used
+        if (CUresult r = with_context(i, [&] { return d.cuCtxSynchronize(); })) {
+            throw Error("GPU synchronize of device " + std::to_string(i) + " failed: " +
+                        describe(r));
+        }
+    }
+}
+
+void synchronize(int device) {
+    check_device(device, "synchronize");
+    Driver &d = driver();
+    if (CUresult r = with_context(device, [&] { return d.cuCtxSynchronize(); })) {
+        throw Error("GPU synchronize of device " + std::to_string(device) + " failed: " +
+                    describe(r));
+    }
+}
+
+void memory_info(int device, size_t *free_bytes, size_t *total_bytes) {
+    if (!init().empty()) throw Error("GPU unavailable: " + init());
+    check_device(device, "memory info");
+    Driver &d = driver();
+    check(with_context(device, [&] { return d.cuMemGetInfo(free_bytes, total_bytes); }),
+          "cuMemGetInfo");
+}
+
+Attributes attributes(int device) {
+    if (!init().empty()) throw Error("GPU unavailable: " + init());
+    check_device(device, "device attributes");
+    Driver &d = driver();
+    CUdevice dev = 0;
+    check(d.cuDeviceGet(&dev, device), "cuDeviceGet");
     Attributes a;
     char name[256] = {0};
-    if (CUresult r = d.cuDeviceGetName(name, sizeof name - 1, d.device)) {
-        throw Error("cuDeviceGetName failed: " + describe(r));
-    }
+    check(d.cuDeviceGetName(name, sizeof name - 1, dev), "cuDeviceGetName");
     a.name = name;
     // CUdevice_attribute values from cuda.h; an attribute the driver no
     // longer reports is left at 0.
     auto attr = [&](int which) {
         int v = 0;
-        return d.cuDeviceGetAttribute(&v, which, d.device) == 0 ? v : 0;
+        return d.cuDeviceGetAttribute(&v, which, dev) == 0 ? v : 0;
     };
     a.clock_khz = attr(13);        // CU_DEVICE_ATTRIBUTE_CLOCK_RATE
     a.sm_count = attr(16);         // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
@@ -169,8 +377,65 @@ Attributes attributes() {
     a.bus_width_bits = attr(37);   // CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH
     a.cc_major = attr(75);         // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
     a.cc_minor = attr(76);         // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
-    d.cuDeviceTotalMem(&a.total_bytes, d.device);
+    d.cuDeviceTotalMem(&a.total_bytes, dev);
     return a;
+}
+
+void *stream_create(int device, bool non_blocking) {
+    check_device(device, "stream_create");
+    Driver &d = driver();
+    auto create = require_entry(d.cuStreamCreate, "cuStreamCreate");
+    CUstream s = nullptr;
+    check(with_context(device, [&] { return create(&s, non_blocking ? kStreamNonBlocking : 0); }),
+          "cuStreamCreate");
+    return s;
+}
+
+void stream_synchronize(int device, void *stream) {
+    check_device(device, "stream_synchronize");
+    Driver &d = driver();
+    check(with_context(device, [&] { return d.cuStreamSynchronize(stream); }),
+          "cuStreamSynchronize");
+}
+
+void stream_destroy(int device, void *stream) {
+    check_device(device, "stream_destroy");
+    auto destroy = require_entry(driver().cuStreamDestroy, "cuStreamDestroy");
+    check(with_context(device, [&] { return destroy(stream); }), "cuStreamDestroy");
+}
+
+void begin_capture(int device, void *stream) {
+    check_device(device, "begin_capture");
+    auto begin = require_entry(driver().cuStreamBeginCapture, "cuStreamBeginCapture");
+    check(with_context(device, [&] { return begin(stream, kCaptureModeGlobal); }),
+          "cuStreamBeginCapture");
+}
+
+void *end_capture(int device, void *stream) {
+    check_device(device, "end_capture");
+    auto end = require_entry(driver().cuStreamEndCapture, "cuStreamEndCapture");
+    CUgraph graph = nullptr;
+    check(with_context(device, [&] { return end(stream, &graph); }), "cuStreamEndCapture");
+    return graph;
+}
+
+void launch_graph_and_wait(int device, void *graph, void *stream) {
+    check_device(device, "launch_graph_and_wait");
+    Driver &d = driver();
+    auto instantiate = require_entry(d.cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+    auto launch = require_entry(d.cuGraphLaunch, "cuGraphLaunch");
+    auto destroy = require_entry(d.cuGraphExecDestroy, "cuGraphExecDestroy");
+    CUgraphExec exec = nullptr;
+    check(with_context(device, [&] { return instantiate(&exec, graph, 0); }),
+          "cuGraphInstantiateWithFlags");
+    CUresult r = with_context(device, [&] { return launch(exec, stream); });
+    if (!r) r = with_context(device, [&] { return d.cuStreamSynchronize(stream); });
+    with_context(device, [&] { return destroy(exec); });
+    check(r, "graph launch");
+}
+
+void graph_destroy(void *graph) {
+    if (graph && driver().cuGraphDestroy) driver().cuGraphDestroy(graph);
 }
 
 }  // namespace fusedconv::cuda

@@ -1,27 +1,102 @@
 // The CUDA driver, loaded at run time (no link-time dependency, so the
 // library runs on machines without CUDA), and Halide's CUDA runtime pointed
-// at the device's primary context so that pointers from the CUDA runtime
-// API, cuDNN or PyTorch can be used without copies.
+// at each device's primary context and at the caller's stream, so that
+// pointers and streams from the CUDA runtime API, cuDNN or PyTorch can be
+// used without copies.
+//
+// Halide's CUDA runtime asks three hooks, installed here, for the context
+// and stream of every operation (allocation, kernel launch, copy, free).
+// They answer from a thread-local "current device and stream" that a Scope
+// sets for the duration of a call; without a Scope it is device 0 and its
+// default (legacy) stream, as before streams were supported.
+//
+// What Halide 14's runtime (src/runtime/cuda.cpp) caches, and why that is
+// safe with several devices and streams:
+// - compiled modules: per (context, pipeline), so each device loads its own;
+// - freed device allocations (halide_reuse_device_allocations): a free list
+//   of (pointer, context, stream, size); an allocation is reused only by the
+//   same context AND the same stream handle it was freed on, so work queued
+//   on one stream never shares memory with another stream's queued work.
+//   The per-thread default stream (CU_STREAM_PER_THREAD) is one handle for
+//   different streams on different threads: it is refused (Scope).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace fusedconv::cuda {
 
-// Loads the driver, initializes it and installs Halide's context hooks once.
+// Loads the driver, initializes it and installs Halide's hooks once.
 // Returns "" on success, else why the GPU cannot be used.
 const std::string &init();
-// cuCtxSynchronize on the primary context; throws Error on failure.
+// CUDA devices the driver reports (0 when the GPU is unusable).
+int device_count();
+// Throws Error naming `device` unless 0 <= device < device_count() (and the
+// GPU is usable); `what` names the caller.
+void check_device(int device, const std::string &what);
+
+// Makes (device, stream) current for Halide's hooks on this thread and
+// restores the previous pair when destroyed. The checked constructor
+// validates the index and the stream (a stream of another device or
+// context, the per-thread default stream and invalid handles are refused
+// with an Error); the unchecked one (for destructors) validates nothing.
+class Scope {
+public:
+    Scope(int device, void *stream);
+    struct Unchecked {};
+    Scope(int device, void *stream, Unchecked) noexcept;
+    ~Scope();
+    Scope(const Scope &) = delete;
+    Scope &operator=(const Scope &) = delete;
+
+private:
+    int prev_device_;
+    void *prev_stream_;
+};
+int current_device();
+void *current_stream();
+
+// Whether the current stream is being captured into a CUDA graph. Throws
+// Error when the driver refuses to say (e.g. the legacy stream while another
+// thread captures in global mode).
+enum class Capture { None, Active, Invalidated };
+Capture capture_status();
+
+// Copies `bytes` from device memory to host memory on the current stream
+// and waits for that stream only (not the whole device).
+void copy_to_host_and_wait(void *host, uint64_t device_ptr, size_t bytes);
+
+// Waits for all work of every device this process used (cuCtxSynchronize of
+// each retained primary context); no-op without a GPU.
 void synchronize();
-// Free and total device memory in bytes; throws Error when unavailable.
-void memory_info(size_t *free_bytes, size_t *total_bytes);
-// Device 0's name and attributes; throws Error when unavailable.
+// Waits for all work on one device; throws Error for a bad index.
+void synchronize(int device);
+
+// Free and total memory of a device; throws Error when unavailable.
+void memory_info(int device, size_t *free_bytes, size_t *total_bytes);
+// A device's name and attributes; throws Error when unavailable.
 struct Attributes {
     std::string name;
     int sm_count = 0, cc_major = 0, cc_minor = 0, clock_khz = 0, mem_clock_khz = 0,
         bus_width_bits = 0;
     size_t total_bytes = 0;
 };
-Attributes attributes();
+Attributes attributes(int device);
+
+// Driver-API helpers for tests and tools (no CUDA toolkit needed): a stream
+// of `device` (non_blocking: CU_STREAM_NON_BLOCKING, so it does not wait for
+// the legacy default stream), its synchronization and destruction, and
+// graph capture of a stream (global mode) with a one-shot replay.
+void *stream_create(int device, bool non_blocking);
+void stream_synchronize(int device, void *stream);
+void stream_destroy(int device, void *stream);
+void begin_capture(int device, void *stream);
+// Ends the capture and returns the graph (CUgraph); throws Error when the
+// capture was invalidated.
+void *end_capture(int device, void *stream);
+// Instantiates `graph`, launches it on `stream`, waits for it, frees both.
+void launch_graph_and_wait(int device, void *graph, void *stream);
+void graph_destroy(void *graph);
 
 }  // namespace fusedconv::cuda

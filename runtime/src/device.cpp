@@ -12,6 +12,8 @@ bool gpu_available() { return cuda::init().empty(); }
 
 std::string gpu_unavailable_reason() { return cuda::init(); }
 
+int cuda_device_count() { return cuda::device_count(); }
+
 Device resolve(DeviceChoice choice) {
     switch (choice) {
     case DeviceChoice::CPU:
@@ -27,6 +29,10 @@ Device resolve(DeviceChoice choice) {
 
 std::string to_string(Device d) { return d == Device::GPU ? "gpu" : "cpu"; }
 
+std::string device_string(Device d, int index) {
+    return d == Device::GPU ? "cuda:" + std::to_string(index) : "cpu";
+}
+
 DeviceChoice parse_device_choice(const std::string &name) {
     if (name == "auto") return DeviceChoice::Auto;
     if (name == "cpu") return DeviceChoice::CPU;
@@ -36,8 +42,10 @@ DeviceChoice parse_device_choice(const std::string &name) {
 
 void synchronize() { cuda::synchronize(); }
 
-GpuInfo gpu_info() {
-    cuda::Attributes a = cuda::attributes();
+void synchronize_device(int device_index) { cuda::synchronize(device_index); }
+
+GpuInfo gpu_info(int device_index) {
+    cuda::Attributes a = cuda::attributes(device_index);
     GpuInfo g;
     g.name = a.name;
     g.sm_count = a.sm_count;
@@ -50,8 +58,8 @@ GpuInfo gpu_info() {
     return g;
 }
 
-void gpu_memory(size_t *free_bytes, size_t *total_bytes) {
-    cuda::memory_info(free_bytes, total_bytes);
+void gpu_memory(size_t *free_bytes, size_t *total_bytes, int device_index) {
+    cuda::memory_info(device_index, free_bytes, total_bytes);
 }
 
 void release_cached_gpu_memory() {

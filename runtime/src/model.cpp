@@ -1,8 +1,11 @@
 #include "fusedconv/models.h"
 
+#include "cuda_context.h"
 #include "halide_call.h"
 #include "model_util.h"
+#include "tensor_access.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <utility>
@@ -88,7 +91,8 @@ Shape checked_output_shape(const char *model, const Shape &input, Shape output) 
 }
 
 Shape conv_output_shape(const char *model, const Shape &input, int spatial_dims,
-                        int in_channels, int out_channels, int kernel_size) {
+                        int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                        const std::string &expects) {
     const size_t rank = 2 + spatial_dims;
     const char *layout = spatial_dims == 3 ? "(N, C, D, H, W)" : "(N, C, H, W)";
     if (input.size() != rank) {
@@ -107,7 +111,7 @@ Shape conv_output_shape(const char *model, const Shape &input, int spatial_dims,
     }
     if (input[1] != in_channels) {
         throw Error(std::string(model) + ": input shape " + shape_string(input) + " has " +
-                    std::to_string(input[1]) + " channels, the model expects " +
+                    std::to_string(input[1]) + " channels, " + expects + " expects " +
                     std::to_string(in_channels));
     }
     Shape out = {input[0], out_channels};
@@ -124,14 +128,36 @@ Shape conv_output_shape(const char *model, const Shape &input, int spatial_dims,
 
 }  // namespace detail
 
-Model::Model(DeviceChoice choice) : device_(resolve(choice)) {
+Model::Model(DeviceChoice choice)
+    : device_(resolve(choice)), device_index_(device_ == Device::GPU ? 0 : -1) {
     detail::install_halide_error_handler();
 }
 
-Tensor Model::forward(const Tensor &input) {
+void Model::to(Device device, int device_index) {
+    // Every parameter is copied first, so a failure leaves the model as it was.
+    const auto params = parameters();
+    std::vector<Tensor> moved;
+    for (const auto &named : params) moved.push_back(named.second->to(device, device_index));
+    for (size_t i = 0; i < params.size(); ++i) {
+        // parameters() points at this object's own (non-const) members.
+        *const_cast<Tensor *>(params[i].second) = std::move(moved[i]);
+    }
+    device_ = device;
+    device_index_ = device == Device::GPU ? device_index : -1;
+}
+
+Tensor Model::forward(const Tensor &input, const ExecOptions &options) {
     check_input(input);
-    Tensor out = Tensor::empty(output_shape(input.shape()), device_);
-    forward_into(input, out);
+    const Shape shape = output_shape(input.shape());
+    Tensor out;
+    if (device_ == Device::GPU) {
+        // The stream is checked before its allocation cache is used.
+        cuda::Scope check(device_index_, options.stream);
+        out = detail::TensorAccess::empty_on_stream(shape, device_, device_index_, options.stream);
+    } else {
+        out = Tensor::empty(shape, device_);
+    }
+    forward_into(input, out, options);
     return out;
 }
 
@@ -141,6 +167,12 @@ void Model::check_input(const Tensor &input) const {
         throw Error("forward: input of shape " + shape_string(input.shape()) + " is on the " +
                     to_string(input.device()) + " but the model runs on the " +
                     to_string(device_) + "; move it with Tensor::to");
+    }
+    if (input.device_index() != device_index_) {
+        throw Error("forward: input of shape " + shape_string(input.shape()) + " is on " +
+                    device_string(input.device(), input.device_index()) +
+                    " but the model runs on " + device_string(device_, device_index_) +
+                    "; move it with Tensor::to");
     }
 }
 
@@ -155,6 +187,11 @@ void Model::check_output(const Tensor &input, const Tensor &output,
         throw Error("forward_into: output of shape " + shape_string(output.shape()) +
                     " is on the " + to_string(output.device()) + " but the model runs on the " +
                     to_string(device_));
+    }
+    if (output.device_index() != device_index_) {
+        throw Error("forward_into: output of shape " + shape_string(output.shape()) + " is on " +
+                    device_string(output.device(), output.device_index()) +
+                    " but the model runs on " + device_string(device_, device_index_));
     }
     // The pipelines read the input while they write the output: storage
     // shared between the two (forward_into(x, x), overlapping wrap_host or
@@ -190,7 +227,7 @@ Tensor Model::adopt(const Tensor &value, const Shape &expected, const char *name
         throw Error(std::string("parameter ") + name + " has shape " +
                     shape_string(value.shape()) + ", expected " + shape_string(expected));
     }
-    return value.to(device_);
+    return value.to(device_, std::max(device_index_, 0));
 }
 
 }  // namespace fusedconv

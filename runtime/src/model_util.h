@@ -43,8 +43,11 @@ void init_conv_parameters(const char *model, int out_channels, int in_channels, 
                           Tensor &bias);
 // Checks a rank-(2 + spatial) input (N, Cin, spatial...) against the model's
 // channels and kernel size; returns the output shape with `out_channels`.
+// `expects` names what fixes the channel count in the message ("the model
+// expects 3", "conv.weight of shape (4, 3, 3, 3) expects 3").
 Shape conv_output_shape(const char *model, const Shape &input, int spatial_dims,
-                        int in_channels, int out_channels, int kernel_size);
+                        int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                        const std::string &expects = "the model");
 // Returns `output` after checking that it fits Halide's 32-bit indexing: an
 // input that is fine can still have an output that is too large (more output
 // than input channels). Throws Error naming the model, both shapes and the limit.

@@ -1,6 +1,7 @@
 #include "nan_check.h"
 
 #include "fusedconv/error.h"
+#include "cuda_context.h"
 #include "halide_call.h"
 
 #include "count_nan_cpu.h"
@@ -29,7 +30,15 @@ std::vector<bool> nan_per_sample(const Tensor &t) {
     const bool gpu = t.device() == Device::GPU;
     auto fn = gpu ? fusedconv_count_nan_cuda : fusedconv_count_nan_cpu;
     check_halide(fn(t.raw(), counts.raw_buffer()), "NaN check of " + shape_string(t.shape()));
-    if (gpu) check_halide(counts.copy_to_host(), "NaN check: copying the counts to the host");
+    if (gpu) {
+        // On the current stream, waiting for it alone: Halide's copy_to_host
+        // would use cuMemcpyDtoH on the legacy default stream, which does not
+        // wait for work on a stream created non-blocking (and waits for every
+        // blocking stream of the device).
+        cuda::copy_to_host_and_wait(counts.data(), counts.raw_buffer()->device,
+                                    counts.size_in_bytes());
+        counts.set_device_dirty(false);
+    }
     std::vector<bool> nan(static_cast<size_t>(counts.dim(0).extent()));
     for (int n = 0; n < counts.dim(0).extent(); n++) nan[n] = counts(n) != 0;
     return nan;

@@ -14,8 +14,9 @@ namespace fusedconv::detail {
 
 // Per sample n of a 4D tensor (N, C, H, W), on either device: whether
 // t[n] holds a NaN. Throws Error naming the shape of a tensor that is not
-// 4D. On the GPU: one small kernel, and N int32 counts copied to the host
-// (so the call waits for the device).
+// 4D. On the GPU: one small kernel on the current device and stream
+// (cuda::Scope), and N int32 counts copied to the host on that stream (so
+// the call waits for that stream).
 std::vector<bool> nan_per_sample(const Tensor &t);
 
 // Samples [first, first + count) of a 4D tensor, on its device, sharing its

@@ -1,11 +1,7 @@
 #include "fusedconv/models.h"
 
-#include "halide_call.h"
 #include "model_util.h"
-#include "nan_check.h"
-
-#include "p25_cpu.h"
-#include "p25_cuda.h"
+#include "ops_detail.h"
 
 namespace fusedconv {
 
@@ -35,15 +31,10 @@ Shape Conv2dMinTanhTanh::output_shape(const Shape &input_shape) const {
     return detail::checked_output_shape(kName, input_shape, {conv[0], 1, conv[2], conv[3]});
 }
 
-void Conv2dMinTanhTanh::forward_into(const Tensor &input, Tensor &output) {
+void Conv2dMinTanhTanh::forward_into(const Tensor &input, Tensor &output, const ExecOptions &options) {
     check_input(input);
     check_output(input, output, output_shape(input.shape()));
-    const std::string what = std::string(kName) + " forward on input " + shape_string(input.shape());
-    auto run = [&](bool winograd, halide_buffer_t *in, halide_buffer_t *out) {
-        auto fn = device_ == Device::GPU ? fusedconv_p25_cuda : fusedconv_p25_cpu;
-        detail::check_halide(fn(in, weight_.raw(), bias_.raw(), winograd, out), what);
-    };
-    detail::run_winograd_or_direct(detail::winograd_applies(weight_), input, output, run);
+    detail::p25_run(kName, input, weight_, bias_, output, options);
 }
 
 }  // namespace fusedconv

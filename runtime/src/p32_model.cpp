@@ -1,11 +1,7 @@
 #include "fusedconv/models.h"
 
-#include "halide_call.h"
 #include "model_util.h"
-#include "nan_check.h"
-
-#include "p32_cpu.h"
-#include "p32_cuda.h"
+#include "ops_detail.h"
 
 namespace fusedconv {
 
@@ -37,15 +33,10 @@ Shape Conv2dScaleMin::output_shape(const Shape &input_shape) const {
     return detail::checked_output_shape(kName, input_shape, {conv[0], 1, conv[2], conv[3]});
 }
 
-void Conv2dScaleMin::forward_into(const Tensor &input, Tensor &output) {
+void Conv2dScaleMin::forward_into(const Tensor &input, Tensor &output, const ExecOptions &options) {
     check_input(input);
     check_output(input, output, output_shape(input.shape()));
-    const std::string what = std::string(kName) + " forward on input " + shape_string(input.shape());
-    auto run = [&](bool winograd, halide_buffer_t *in, halide_buffer_t *out) {
-        auto fn = device_ == Device::GPU ? fusedconv_p32_cuda : fusedconv_p32_cpu;
-        detail::check_halide(fn(in, weight_.raw(), bias_.raw(), scale_, winograd, out), what);
-    };
-    detail::run_winograd_or_direct(detail::winograd_applies(weight_), input, output, run);
+    detail::p32_run(kName, input, weight_, bias_, scale_, output, options);
 }
 
 }  // namespace fusedconv

@@ -1,12 +1,7 @@
 #include "fusedconv/models.h"
 
-#include "halide_call.h"
 #include "model_util.h"
-
-#include <cstdio>
-
-#include "p83_cpu.h"
-#include "p83_cuda.h"
+#include "ops_detail.h"
 
 namespace fusedconv {
 
@@ -21,11 +16,7 @@ Conv3dGroupNormMinClampDropout::Conv3dGroupNormMinClampDropout(
     detail::require_positive(kName, "in_channels", in_channels);
     detail::require_positive(kName, "out_channels", out_channels);
     detail::require_positive(kName, "kernel_size", kernel_size);
-    detail::require_positive(kName, "groups", groups);
-    if (out_channels % groups != 0) {
-        throw Error(std::string(kName) + ": groups " + std::to_string(groups) +
-                    " does not divide out_channels " + std::to_string(out_channels));
-    }
+    detail::check_groups(kName, groups, out_channels);
     set_dropout_p(dropout_p);
     detail::init_conv_parameters(kName, out_channels, in_channels, kernel_size, 3, seed,
                                  device_, weight_, bias_);
@@ -53,14 +44,7 @@ void Conv3dGroupNormMinClampDropout::set_clamp(float clamp_min, float clamp_max)
 }
 
 void Conv3dGroupNormMinClampDropout::set_dropout_p(float p) {
-    if (!(p >= 0.0f && p <= 1.0f)) {  // also rejects NaN
-        // %.9g: every float distinct (to_string's 6 decimals printed
-        // 1.0000001 as "1.000000" and -1e-10 as "-0.000000").
-        char value[32];
-        std::snprintf(value, sizeof value, "%.9g", static_cast<double>(p));
-        throw Error(std::string(kName) + ": dropout probability has to be between 0 and 1, but got " +
-                    value);
-    }
+    detail::check_dropout_p(kName, p);
     p_ = p;
 }
 
@@ -75,14 +59,20 @@ Shape Conv3dGroupNormMinClampDropout::output_shape(const Shape &input_shape) con
                                   kernel_size_));
 }
 
-void Conv3dGroupNormMinClampDropout::forward_into(const Tensor &input, Tensor &output) {
+void Conv3dGroupNormMinClampDropout::forward_into(const Tensor &input, Tensor &output,
+                                                  const ExecOptions &options) {
     check_input(input);
     check_output(input, output, output_shape(input.shape()));
-    auto fn = device_ == Device::GPU ? fusedconv_p83_cuda : fusedconv_p83_cpu;
-    detail::check_halide(fn(input.raw(), weight_.raw(), bias_.raw(), gamma_.raw(), beta_.raw(),
-                            groups_, eps_, min_value_, clamp_lo_, clamp_hi_, p_, training_,
-                            dropout_seed_, output.raw()),
-                         std::string(kName) + " forward on input " + shape_string(input.shape()));
+    P83Params params;
+    params.groups = groups_;
+    params.eps = eps_;
+    params.min_value = min_value_;
+    params.clamp_min = clamp_lo_;
+    params.clamp_max = clamp_hi_;
+    params.dropout_p = p_;
+    params.training = training_;
+    params.seed = dropout_seed_;
+    detail::p83_run(kName, input, weight_, bias_, gamma_, beta_, params, output, options);
 }
 
 }  // namespace fusedconv

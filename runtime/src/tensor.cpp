@@ -5,10 +5,13 @@
 #include "cuda_context.h"
 #include "halide_call.h"
 #include "model_util.h"
+#include "tensor_access.h"
 
 #include "HalideBuffer.h"
 #include "HalideRuntimeCuda.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <limits>
 #include <sstream>
@@ -18,7 +21,20 @@ namespace fusedconv {
 struct Tensor::Impl {
     Shape shape;
     Device device = Device::CPU;
+    int device_index = -1;  // CUDA device of a GPU tensor
+    // The stream of the latest forward that used this tensor (nullptr: the
+    // default stream): its storage goes back to Halide's cache for that
+    // stream, whose later work is ordered after the work queued with it.
+    std::atomic<void *> last_stream{nullptr};
     Halide::Runtime::Buffer<float> buf;
+
+    ~Impl() {
+        if (device != Device::GPU) return;
+        // Halide frees (or caches) the allocation in the context and for the
+        // stream that its hooks report: this tensor's own.
+        cuda::Scope scope(device_index, last_stream.load(), cuda::Scope::Unchecked{});
+        buf = Halide::Runtime::Buffer<float>();
+    }
 };
 
 namespace {
@@ -59,20 +75,37 @@ std::string shape_string(const Shape &shape) {
 Tensor::Tensor() = default;
 Tensor::Tensor(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Tensor Tensor::empty(const Shape &shape, Device device) {
+namespace detail {
+
+Tensor TensorAccess::empty_on_stream(const Shape &shape, Device device, int device_index,
+                                     void *stream) {
     validate_shape(shape);
-    auto impl = std::make_shared<Impl>();
+    auto impl = std::make_shared<Tensor::Impl>();
     impl->shape = shape;
     impl->device = device;
     if (device == Device::CPU) {
         impl->buf = Halide::Runtime::Buffer<float>(halide_sizes(shape));
     } else {
         const halide_device_interface_t *iface = cuda_interface();
+        const std::string what = "allocating a GPU tensor of shape " + shape_string(shape);
+        cuda::check_device(device_index, what);
+        impl->device_index = device_index;
+        impl->last_stream = stream;
+        cuda::Scope scope(device_index, stream, cuda::Scope::Unchecked{});
         impl->buf = Halide::Runtime::Buffer<float>(nullptr, halide_sizes(shape));
-        detail::check_halide(impl->buf.device_malloc(iface),
-                             "allocating a GPU tensor of shape " + shape_string(shape));
+        detail::check_halide(impl->buf.device_malloc(iface), what);
     }
     return Tensor(impl);
+}
+
+void TensorAccess::note_stream(const Tensor &t, void *stream) {
+    if (t.impl_ && t.impl_->device == Device::GPU) t.impl_->last_stream = stream;
+}
+
+}  // namespace detail
+
+Tensor Tensor::empty(const Shape &shape, Device device, int device_index) {
+    return detail::TensorAccess::empty_on_stream(shape, device, device_index, nullptr);
 }
 
 Tensor Tensor::from_vector(const Shape &shape, const std::vector<float> &values) {
@@ -94,13 +127,15 @@ Tensor Tensor::wrap_host(float *data, const Shape &shape) {
     return Tensor(impl);
 }
 
-Tensor Tensor::wrap_device(void *device_ptr, const Shape &shape) {
+Tensor Tensor::wrap_device(void *device_ptr, const Shape &shape, int device_index) {
     if (!device_ptr) throw Error("wrap_device: null pointer for shape " + shape_string(shape));
     validate_shape(shape);
     const halide_device_interface_t *iface = cuda_interface();
+    cuda::check_device(device_index, "wrap_device of shape " + shape_string(shape));
     auto impl = std::make_shared<Impl>();
     impl->shape = shape;
     impl->device = Device::GPU;
+    impl->device_index = device_index;
     impl->buf = Halide::Runtime::Buffer<float>(nullptr, halide_sizes(shape));
     detail::check_halide(
         impl->buf.device_wrap_native(iface, reinterpret_cast<uint64_t>(device_ptr)),
@@ -123,26 +158,36 @@ int64_t Tensor::numel() const {
     return n;
 }
 Device Tensor::device() const { return checked("Tensor::device()").device; }
+int Tensor::device_index() const { return checked("Tensor::device_index()").device_index; }
 
-Tensor Tensor::to(Device device) const {
+Tensor Tensor::to(Device device, int device_index) const {
     Impl &src = checked("Tensor::to()");
-    Tensor dst = empty(src.shape, device);
+    if (src.device == Device::GPU && device == Device::GPU && src.device_index != device_index) {
+        // Between two GPUs through the host: Halide's copy uses
+        // cuMemcpyDtoD, which is meant for one context.
+        return to(Device::CPU).to(device, device_index);
+    }
+    Tensor dst = empty(src.shape, device, device_index);
     const halide_device_interface_t *iface =
         device == Device::GPU ? cuda_interface() : nullptr;
     if (src.device == Device::CPU && device == Device::CPU) {
         std::memcpy(dst.data(), src.buf.data(), numel() * sizeof(float));
         return dst;
     }
+    // The copy runs in the context of the GPU side (one GPU at most here).
+    const int gpu = src.device == Device::GPU ? src.device_index : device_index;
+    cuda::Scope scope(gpu, nullptr, cuda::Scope::Unchecked{});
     detail::install_halide_error_handler();
     detail::check_halide(halide_buffer_copy(nullptr, src.buf.raw_buffer(), iface, dst.raw()),
                          "copying a tensor of shape " + shape_string(src.shape) + " from " +
-                             to_string(src.device) + " to " + to_string(device));
+                             device_string(src.device, src.device_index) + " to " +
+                             device_string(device, device_index));
     return dst;
 }
 
 Tensor Tensor::clone() const {
     checked("Tensor::clone()");
-    return to(device());
+    return to(device(), std::max(device_index(), 0));
 }
 
 std::vector<float> Tensor::to_vector() const {

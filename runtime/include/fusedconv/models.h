@@ -4,13 +4,31 @@
 // Parameters start with PyTorch's default init (kaiming-uniform with
 // a = sqrt(5), i.e. U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias;
 // GroupNorm weight 1, bias 0) drawn from `seed`, or are set from tensors in
-// PyTorch's layout. They live on the model's device; on the GPU, inputs,
-// parameters and outputs stay device-resident and nothing is copied between
-// calls. forward() requires the input on the model's device (Tensor::to).
+// PyTorch's layout. They live on the model's device (the CPU or one CUDA
+// device, cuda:0 unless moved with to()); on the GPU, inputs, parameters and
+// outputs stay device-resident and nothing is copied between calls.
+// forward() requires the input on the model's device (Tensor::to). A forward
+// runs the functional entry point of ops.h with the model's parameters, on
+// ExecOptions::stream of the model's device (default: its legacy default
+// stream); ops.h says which models wait for the host and which can be
+// captured into a CUDA graph.
+//
+// Thread safety:
+// - forward() and forward_into() may run at the same time from several
+//   threads, on one model or several, on the same or different streams and
+//   devices; each call reads the model's parameters and settings only.
+// - The setters (set_parameters, set_*, to) must not run while another
+//   thread uses the same model (as with any C++ object).
+// - Tensors are handles to shared storage: concurrent calls that write the
+//   same output storage race, as they would in PyTorch.
+// - Work queued on two streams is ordered only by the caller (events,
+//   synchronization): reading an output on another stream or on the host
+//   needs that stream's work finished (synchronize()).
 #pragma once
 
 #include "fusedconv/device.h"
 #include "fusedconv/error.h"
+#include "fusedconv/ops.h"
 #include "fusedconv/tensor.h"
 
 #include <cstdint>
@@ -25,6 +43,12 @@ class Model {
 public:
     virtual ~Model() = default;
     Device device() const { return device_; }
+    // The CUDA device index of a GPU model; -1 on the CPU.
+    int device_index() const { return device_index_; }
+    // Moves the parameters to `device` (for the GPU: CUDA device
+    // `device_index`), like PyTorch's module.to(); throws Error naming an
+    // index out of range, and then leaves the model as it was.
+    void to(Device device, int device_index = 0);
     // The convolution's weight (PyTorch layout) and bias, on device(): like
     // PyTorch's module.weight, the model's own storage (a Tensor copy shares
     // it, so writes through one change the model; clone() gives an
@@ -35,13 +59,15 @@ public:
     // when the output would be past Halide's 32-bit indexing, 2^31 - 1 bytes,
     // as with more output than input channels).
     virtual Shape output_shape(const Shape &input_shape) const = 0;
-    // Runs the model; the output is a new tensor on the model's device.
-    Tensor forward(const Tensor &input);
+    // Runs the model; the output is a new tensor on the model's device
+    // (on the GPU, from allocations of options.stream).
+    Tensor forward(const Tensor &input, const ExecOptions &options = {});
     // Runs the model into `output` (already of output_shape, on the device,
     // not sharing storage with `input` or with the model's parameters: the
     // models cannot run in place): with a reused output no device allocation
     // happens per call.
-    virtual void forward_into(const Tensor &input, Tensor &output) = 0;
+    virtual void forward_into(const Tensor &input, Tensor &output,
+                              const ExecOptions &options = {}) = 0;
 
 protected:
     explicit Model(DeviceChoice choice);
@@ -58,6 +84,7 @@ protected:
     // its shape is checked against `expected`.
     Tensor adopt(const Tensor &value, const Shape &expected, const char *name) const;
     Device device_;
+    int device_index_;
     Tensor weight_, bias_;  // set by each model's constructor and set_parameters
 };
 
@@ -69,7 +96,8 @@ public:
                      DeviceChoice device = DeviceChoice::Auto, uint64_t seed = 0);
     void set_parameters(const Tensor &conv_weight, const Tensor &conv_bias);
     Shape output_shape(const Shape &input_shape) const override;
-    void forward_into(const Tensor &input, Tensor &output) override;
+    void forward_into(const Tensor &input, Tensor &output,
+                      const ExecOptions &options = {}) override;
 
 private:
     int in_channels_, out_channels_, kernel_size_;
@@ -80,8 +108,8 @@ private:
 // where it could differ from the direct form (a NaN or infinity in the
 // input, or sums that could overflow), and recompute in the direct form the
 // samples that hold one. On the GPU that check copies a count per sample
-// to the host, so their forward_into waits for the device to finish (the
-// other models copy nothing back to the host).
+// to the host, so their forward_into waits for the call's stream to finish
+// (the other models copy nothing back to the host).
 
 // p32: Conv2d(in, out, k) -> x * scale_factor -> torch.min(x, dim=1, keepdim=True)[0].
 class Conv2dScaleMin : public Model {
@@ -92,7 +120,8 @@ public:
     void set_scale_factor(float scale_factor);
     float scale_factor() const { return scale_; }
     Shape output_shape(const Shape &input_shape) const override;
-    void forward_into(const Tensor &input, Tensor &output) override;
+    void forward_into(const Tensor &input, Tensor &output,
+                      const ExecOptions &options = {}) override;
 
 private:
     int in_channels_, out_channels_, kernel_size_;
@@ -106,7 +135,8 @@ public:
                       DeviceChoice device = DeviceChoice::Auto, uint64_t seed = 0);
     void set_parameters(const Tensor &conv_weight, const Tensor &conv_bias);
     Shape output_shape(const Shape &input_shape) const override;
-    void forward_into(const Tensor &input, Tensor &output) override;
+    void forward_into(const Tensor &input, Tensor &output,
+                      const ExecOptions &options = {}) override;
 
 private:
     int in_channels_, out_channels_, kernel_size_;
@@ -142,7 +172,8 @@ public:
     const Tensor &norm_weight() const { return gamma_; }  // shared like conv_weight()
     const Tensor &norm_bias() const { return beta_; }
     Shape output_shape(const Shape &input_shape) const override;
-    void forward_into(const Tensor &input, Tensor &output) override;
+    void forward_into(const Tensor &input, Tensor &output,
+                      const ExecOptions &options = {}) override;
 
 protected:
     std::vector<std::pair<const char *, const Tensor *>> parameters() const override {
