@@ -71,8 +71,11 @@ def _float(where, name, value):
         raise TypeError("%s: %s must be a real number, got %r" % (where, name, value)) from None
 
 
+_usable_devices = set()  # CUDA devices found usable once (the query initializes the driver)
+
+
 def _check_gpu(where, device):
-    if device == FC_DEVICE_CPU:
+    if device == FC_DEVICE_CPU or device in _usable_devices:
         return
     if not lib.fc_has_gpu_kernels():
         raise RuntimeError("%s: the arguments are on cuda:%d but %s was built without GPU "
@@ -82,6 +85,7 @@ def _check_gpu(where, device):
         reason = (lib.fc_gpu_unavailable_reason() or b"").decode("utf-8", "replace")
         raise RuntimeError("%s: the arguments are on cuda:%d but the library sees %d usable CUDA "
                            "device(s)%s" % (where, device, count, ": " + reason if reason else ""))
+    _usable_devices.add(device)
 
 
 def output_shape(model, x_shape, weight_shape, dim_or_groups):
