@@ -11,6 +11,9 @@ Systems (each one record per problem in bench/results/<slug>.json):
   torch-eager-fp32             eager, strict FP32 (both allow_tf32 False)
   torch-compile                torch.compile(model), default mode, TF32 allowed
   torch-compile-max-autotune   torch.compile(model, mode="max-autotune"), TF32 allowed
+  halide-torch                 the project's module in-process: fusedconv.torch's drop-in module
+                               (a custom op over libfusedconv_c.so, on the current stream) with
+                               this module's state_dict; from PYTHONPATH or build/python
   halide-cli-roundtrip         (--roundtrip CLI) the module's parameters and input are saved
                                with safetensors, run through the fusedconv CLI on the GPU, and
                                its output compared with PyTorch's strict-FP32 and float64 outputs
@@ -20,7 +23,8 @@ float64 (module.double(), input.double()) on the GPU. p83's dropout draws a diff
 every call, so p83's errors are computed in eval mode (both sides); p83 is timed in training
 mode.
 
-Needs torch (CUDA), and for --roundtrip safetensors. Run from anywhere:
+Needs torch (CUDA), for --roundtrip safetensors, for halide-torch the built fusedconv package
+(cmake target fusedconv_python). Run from anywhere:
   python3 bench/torch_baseline.py [--problems p24,p32] [--systems torch-eager,torch-compile]
                                   [--reps 50] [--warmup 5] [--quick] [--roundtrip build/runtime/fusedconv]
 """
@@ -154,7 +158,9 @@ EVAL_FOR_ERRORS = {"p83"}
 P83_NOTE = ("timed in training mode (dropout active); errors computed in eval mode, since the "
             "dropout masks differ between runs")
 
-SYSTEMS = ["torch-eager", "torch-eager-fp32", "torch-compile", "torch-compile-max-autotune"]
+HALIDE_TORCH_SYSTEM = "halide-torch"
+SYSTEMS = ["torch-eager", "torch-eager-fp32", "torch-compile", "torch-compile-max-autotune",
+           HALIDE_TORCH_SYSTEM]
 ROUNDTRIP_SYSTEM = "halide-cli-roundtrip"
 
 
@@ -332,6 +338,25 @@ def make_input(shape, seed):
     return torch.rand(tuple(shape), generator=g, dtype=torch.float32)
 
 
+def import_fusedconv_torch():
+    """fusedconv.torch from PYTHONPATH, else from the build tree's package (build/python)."""
+    try:
+        import fusedconv.torch as fct
+    except ImportError:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        sys.path.insert(0, os.path.join(root, "build", "python"))
+        import fusedconv.torch as fct
+    return fct
+
+
+def halide_torch_module(name, model):
+    """fusedconv.torch's drop-in module of `name` holding `model`'s parameters, on its device."""
+    fct = import_fusedconv_torch()
+    ours = getattr(fct, PROBLEMS[name]["cls"].__name__)(**PROBLEMS[name]["init"])
+    ours.load_state_dict(model.state_dict())
+    return ours.to(next(model.parameters()).device).train(model.training)
+
+
 # ---------------------------------------------------------------------------
 # One (problem, system)
 # ---------------------------------------------------------------------------
@@ -339,12 +364,15 @@ def make_input(shape, seed):
 
 def run_system(name, system, model, x, ref64, args, common):
     eval_for_errors = name in EVAL_FOR_ERRORS
-    tf32_on = system != "torch-eager-fp32"
+    tf32_on = system not in ("torch-eager-fp32", HALIDE_TORCH_SYSTEM)
     mark_step = system.startswith("torch-compile")
     fn = None
     try:
         with tf32(tf32_on):
-            if system == "torch-compile":
+            if system == HALIDE_TORCH_SYSTEM:  # from here on `model` is the fusedconv module
+                model = halide_torch_module(name, model)
+                fn = model
+            elif system == "torch-compile":
                 torch.compiler.reset()
                 fn = torch.compile(model)
             elif system == "torch-compile-max-autotune":
@@ -397,6 +425,8 @@ def run_system(name, system, model, x, ref64, args, common):
     notes = []
     if eval_for_errors:
         notes.append(P83_NOTE)
+    if system == HALIDE_TORCH_SYSTEM:
+        notes.append("fusedconv.torch module: libfusedconv_c.so in-process on torch's current stream")
     if system == "torch-compile-max-autotune":
         notes.append("max-autotune replays CUDA graphs; max_memory_allocated may not count the "
                      "graphs' private memory pool, which peak_reserved_mb includes")
@@ -570,6 +600,14 @@ def main(argv=None):
         if not os.access(args.roundtrip, os.X_OK):
             raise SystemExit("--roundtrip: %s is not an executable file" % args.roundtrip)
         import safetensors.torch  # noqa: F401  (fail now, not after an hour of timing)
+    if HALIDE_TORCH_SYSTEM in systems:  # fail now too, unless it only came with 'all'
+        try:
+            import_fusedconv_torch()
+        except ImportError as e:
+            if args.systems.strip().lower() != "all":
+                raise SystemExit("%s: %s" % (HALIDE_TORCH_SYSTEM, e))
+            log("%s left out: %s" % (HALIDE_TORCH_SYSTEM, e))
+            systems.remove(HALIDE_TORCH_SYSTEM)
     if not torch.cuda.is_available():
         raise SystemExit("CUDA is not available to torch %s" % torch.__version__)
 

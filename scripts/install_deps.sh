@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages the build needs, only those missing.
 set -euo pipefail
-packages=(cmake g++ make libhalide14-0-dev libgtest-dev libcli11-dev nlohmann-json3-dev)
+packages=(cmake g++ make libhalide14-0-dev libgtest-dev libcli11-dev nlohmann-json3-dev python3-numpy)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
