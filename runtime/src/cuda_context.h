@@ -8,7 +8,10 @@
 // and stream of every operation (allocation, kernel launch, copy, free).
 // They answer from a thread-local "current device and stream" that a Scope
 // sets for the duration of a call; without a Scope it is device 0 and its
-// default (legacy) stream, as before streams were supported.
+// default (legacy) stream, as before streams were supported. Thread-locals
+// suffice because the GPU pipelines' host code has no parallel loops (their
+// .stmt files hold no halide_do_par_for): every CUDA call of a pipeline
+// runs on the calling thread.
 //
 // What Halide 14's runtime (src/runtime/cuda.cpp) caches, and why that is
 // safe with several devices and streams:
