@@ -33,6 +33,7 @@ call draws a fresh seed from torch's RNG, so successive calls differ and torch.m
 reproduces them (the masks are the library's, not PyTorch's: the same distribution).
 """
 
+import operator
 from typing import Optional
 
 import torch
@@ -167,8 +168,11 @@ def p83(x, weight, bias, norm_weight, norm_bias, groups, eps=1e-5, min_value=0.0
     max_value) -> dropout. seed: None (drawn from torch's RNG), an int or a 0-dim tensor."""
     if training and seed is None:
         seed = torch.ops.fusedconv.draw_seed(x)
-    elif isinstance(seed, int):
-        seed = torch.tensor(seed, dtype=torch.int64)
+    elif seed is not None and not isinstance(seed, Tensor):
+        value = operator.index(seed)  # TypeError for a non-integer
+        if not 0 <= value < _SEED_LIMIT:
+            raise ValueError("fusedconv.torch.p83: seed=%d is outside [0, %d]" % (value, _SEED_LIMIT - 1))
+        seed = torch.tensor(value, dtype=torch.int64)
     return torch.ops.fusedconv.p83(
         x, weight, bias, norm_weight, norm_bias, groups, float(eps), float(min_value),
         float(min_value if clamp_min is None else clamp_min), float(max_value), float(dropout_p),
