@@ -12,11 +12,8 @@ using namespace Halide;
 // is then NaN, or not above a). The same values, signed zeros included, as
 // testing a and b for NaN first and then taking min(a, b) (Halide's float
 // min is a < b ? a : b), with a shorter dependency chain through a: a
-// running min over channels is such a chain (GPU, p25 / p32). Measured
-// (H200, alternating runs of the same build otherwise, medians of 20): p25
-// 3.464-3.470 ms against 3.513-3.517, p32 11.86-11.87 against 11.93-11.97,
-// p24 (min over depth, softmax's max) 0.422-0.426 against 0.429-0.436; the
-// fold's PTX per channel: 2 comparisons and 2 selects instead of 3 and 3.
+// running min over channels is such a chain (GPU: 1-2% faster than three
+// selects; generators/NOTES.md).
 Expr nan_min(Expr a, Expr b) { return strict_float(select(is_nan(a) || a < b, a, b)); }
 
 Expr nan_max(Expr a, Expr b) { return strict_float(select(is_nan(a) || a > b, a, b)); }
@@ -187,11 +184,8 @@ Expr dropout(Expr v, Expr index, Expr seed, Expr p, Expr training) {
     // draw * 2^-24 >= p, compared as integers: for 0 < p <= 1, p * 2^24 is
     // exact and the draw an integer, so the test is draw >= ceil(p * 2^24);
     // p <= 0 keeps every element, p > 1 and NaN none (2^24 is above every
-    // draw). The threshold is a scalar, computed once. The float comparison
-    // it replaces kept every element for a NaN p (Halide's fast-math
-    // comparison), unlike the reference; per element it also took an
-    // integer-to-float conversion and a multiply more (p83's output kernel,
-    // H200, ncu: 283 us against 282, the same).
+    // draw). The threshold is a scalar, computed once. (A float comparison
+    // would keep every element for a NaN p under Halide's fast-math.)
     Expr never = u32(1u << 24);
     Expr threshold = strict_float(
         select(is_nan(p) || p > 1.0f, never, p <= 0.0f, u32(0),
@@ -206,8 +200,7 @@ Expr dropout(Expr v, Expr index, Expr seed, Expr p, Expr training) {
     // 2^-50 away from one, so rounding it to float32 gives the correctly
     // rounded quotient. On the GPU the IEEE float32 division is a
     // refinement sequence with a slow-path branch; this is three
-    // instructions. Measured on p83 (H200): its output kernel went from
-    // 0.45 ms to 0.34 ms.
+    // instructions (p83's output kernel: 0.34 ms against 0.45, H200).
     Expr d = 1.0f - p;
     Expr r = Internal::make_const(Float(64), 1.0) / cast<double>(d);
     Expr quotient = strict_float(cast<float>(cast<double>(v) * r));

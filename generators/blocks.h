@@ -38,21 +38,10 @@ Expr nan_max(Expr a, Expr b);
 Expr min_then_clamp(Expr v, Expr m, Expr lo, Expr hi);
 
 // A 2D or 3D convolution with bias: stride 1, no padding, any kernel size.
-// The sum starts from the bias. PyTorch's CPU and cuDNN paths add the bias
-// after the taps' sum, which is more accurate when |bias| is far above the
-// products (each product is then not rounded at the bias's magnitude: in the
-// block tests, with |bias| 1e4, 0.5 ulp against 7-14 ulps; within float32's
-// summation bound either way; at the models' default init the errors
-// against float64 are of the same size: p25 7.4e-8 against 1.3e-7, p32
-// 7.1e-7 against 5.1e-7, p24 2.4e-8 against 1.3e-8). Measured (H200, 2026-11-22, alternating runs of the bias-first
-// build against each form in three calls, ms): the bias as a last update
-// stage of this Func: p24 0.410-0.420 against 0.422-0.428, p25 3.42-3.45
-// against 3.39-3.42, p32 11.82-11.90 against 11.79-11.92, p83 1.131-1.166
-// against 1.103-1.135 (2.5-5% slower in each call; ncu: its conv kernel
-// 675 us against 635, 255 registers against 251); the sum from 0 kept and
-// the bias added by its consumers (one call): p24 0.430-0.436, p25
-// 3.40-3.44, p32 11.82-11.88, p83 1.174-1.197 against 1.108-1.110. Not kept:
-// p83, the model nearest its target, loses 3-8%.
+// The sum starts from the bias (PyTorch adds it after the taps' sum: more
+// accurate when |bias| is far above the products, the same error at the
+// models' default init); p83's GPU pipeline measured 2.5-8% faster with
+// the bias first (generators/NOTES.md).
 struct Conv {
     Func f;       // f(x, y, c, n) or f(x, y, z, c, n); the update sums over r
     RDom r;       // (kx, ky, ci) or (kx, ky, kz, ci)

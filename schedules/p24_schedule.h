@@ -8,7 +8,7 @@ namespace fusedconv::schedules {
 // Tunable parameters; declared as members of the generator, so each is a
 // GeneratorParam settable at build time (PARAMS in add_halide_library).
 struct P24Params {
-    // GPU (schedules/p24_schedule.cpp says how they were chosen):
+    // GPU (schedules/NOTES.md says how they were chosen):
     // output pixels per block, x and y;
     Halide::GeneratorParam<int> gpu_tile_x{"gpu_tile_x", 10};
     Halide::GeneratorParam<int> gpu_tile_y{"gpu_tile_y", 4};

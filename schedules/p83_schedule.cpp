@@ -15,16 +15,12 @@ namespace {
 // in registers); (2) per column (x, z, c, n): Welford mean and M2 over y,
 // reading (1), neighbouring threads on neighbouring x; (3) tiny: per (group,
 // sample) mean and 1/std; (4) per element: normalize, min, clamp, dropout,
-// reading (1).
-// Measured 2026-11-21, NVIDIA H200, default shape (128, 3, 16, 64, 64):
-// recomputing the conv in (2) and (4) instead: 5.14 ms median (column
-// statistics 2.87 ms, output 2.06 ms: both bound by load instructions, LSU
-// ~70%). Keeping it moves 441 MB out and twice back in (~0.3 ms of DRAM
-// traffic) but computes the conv once; peak memory grows by the conv's
-// 441 MB (1059 MB in all, against 1093 MB for PyTorch eager). Kept, with the
-// parameters and forms below: 1.17 ms median; ncu: conv 0.66 ms (FMA pipe
-// 50%), column statistics 0.13 ms, groups 0.03 ms, output 0.33 ms. The
-// alternatives measured on the way are noted at each stage.
+// reading (1). Keeping the conv costs its 441 MB of memory and ~0.3 ms of
+// DRAM traffic; recomputing it in (2) and (4) measured 4x slower.
+// NVIDIA H200, 2026-11-22, default shape: 1.12 ms (ncu: weight copy 3 us,
+// conv 0.64 ms at 43% of the float32 peak, column statistics 0.13 ms, group
+// statistics 0.03, output 0.28 at 3.0 TB/s). schedules/NOTES.md has the
+// alternatives measured at each stage.
 void gpu(P83Pipeline &p, const P83Params &t) {
     blocks::V v;
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), yii("yii"), zo("zo"), zi("zi"), co("co"),
@@ -39,21 +35,6 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     // update in one kernel. Block dimensions are never fused here: with a
     // fused block index Halide cannot prove that a per-thread producer covers
     // one point and puts its storage in global memory.
-    // Measured (H200, whole pipeline): against 1.40 ms for the defaults of
-    // the time, channel block 4 1.52 ms, 32x4 threads 1.52, rows 16 1.49;
-    // against 1.31 ms, rows 4 1.39; depth chunks as a grid dimension (7-14x
-    // more blocks, y tiles a loop in the thread) 1.44-1.59 (ptxas then used
-    // all 255 registers and the warps per SM stayed at 8); register caps
-    // (HL_CUDA_JIT_MAX_REGISTERS 168 / 128, for more warps per SM) spilled:
-    // 1.49 / 1.68. Winograd F(4, 3) along x (6 multiplies per 4 outputs and
-    // row of taps instead of 12; transform-domain sums in registers, input
-    // transform inlined): 1.34-1.55 ms against 1.15 for this form, same run
-    // (255 registers with spills); its code is not kept in this repository.
-    // Two or four output depths a thread at once (the depth split, the conv
-    // in registers over depths too, so each input row feeds more of them),
-    // against 1.127-1.130 ms, same runs: 4 rows x 2 depths 1.256-1.263, 2 x 4
-    // 1.505-1.510, channel block 4 x 8 rows x 2 depths 1.245-1.247 (each at
-    // 255 registers, small spills in two); 8 rows x 2 depths spilled 1.5 KB.
     const int rows = t.gpu_rows_per_thread;
     // All output channels, rounded up to whole channel blocks: the channel
     // blocks of (2) read that many, and the conv's channel vectors then start
@@ -79,32 +60,17 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     conv.compute_at(kept, v.z).bound_extent(v.c, cb).bound_extent(v.y, rows)
         .vectorize(v.c, vec).unroll(v.c).unroll(v.y);
     // The taps: kx and ky unrolled (on a 3x3 specialization), the input
-    // channels inside the depth taps, both rolled loops. Measured (H200,
-    // whole pipeline, medians of 10 calls, four runs of two each):
-    // 1.097-1.108 ms against 1.117-1.157 with all 27 taps unrolled and the
-    // channels outermost; the depth taps rolled inside the channels:
-    // 1.113-1.115; only kx unrolled (ky rolled too): 1.326-1.337; ky
-    // innermost of the unrolled taps: 1.119-1.125 against 1.101-1.114 (7 rows
-    // a thread on 32x9 threads gave no result). ncu (conv
-    // kernel): FMA pipe 58% against 55%, issuing 66% of cycles against 61%,
-    // the same 8 warps per SM: offline ptxas (sm_90) takes 180 registers for
-    // this form, but the driver's JIT still takes 251 (255 before). Capping
-    // them (HL_CUDA_JIT_MAX_REGISTERS 184 / 168 / 128) is slower: 1.16 / 1.20
-    // / 1.30 ms against 1.10. Smaller thread tiles: 8 rows x 4 channels
-    // 1.298-1.309, 4 rows x 8 channels on 16x16 threads 1.287-1.299, 6 rows
-    // on 16x11 1.491-1.495 (tiles 16 wide also narrow the output kernel's:
-    // 1.623-1.626 with 8 rows x 8 channels).
+    // channels inside the depth taps, both rolled loops: fewer registers than
+    // all 27 taps unrolled, and 1-5% faster.
     Stage upd = conv.update();
     upd.reorder(v.c, v.y, p.conv.r.x, p.conv.r.y, p.conv.r.w, p.conv.r.z)
         .vectorize(v.c, vec).unroll(v.c).unroll(v.y);
     unroll_taps_of_size_3(upd, p.conv, {p.kw, p.kh});
     // The weights are first copied (a tiny kernel) into a global buffer with
     // the output channel innermost: a thread's cb channels of one tap are
-    // then one 16-byte read-only vector load (the update is vectorized over
-    // channels) instead of cb scalar loads. Measured (H200, one run): 1.35 ms;
-    // staging them per block in shared memory instead: 1.31 ms, but a block
-    // has 48 KB of it (Halide 14 sets no larger limit), so models with more
-    // weights would fail to launch; per-block global scratch: 1.41 ms.
+    // then one 16-byte read-only vector load instead of cb scalar loads.
+    // (Shared memory would be faster, but its 48 KB a block would limit the
+    // models' weights.)
     Func w = p.conv.weight;  // w(kx, ky, kz, ci, co)
     Var wf("wf"), wo("wo"), wi("wi");
     w.compute_root().reorder_storage(v.n, v.x, v.y, v.z, v.c)
@@ -115,14 +81,6 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     // (2) Column statistics: threads over (x, depth), blocks over (x tiles,
     // channel blocks, samples); each thread walks the rest of the depth and a
     // block of channels. A wrapper keeps init and update in one kernel.
-    // Measured instead (H200; code not kept in this repository): statistics
-    // by pieces of 8 rows computed in the conv kernel from its registers
-    // (compute_with fuses them into (1)'s depth loop; the conv's storage must
-    // then be forced into registers), combined by Chan's formula in (3).
-    // Correct, but 1.67 ms (Welford per piece) and 1.86 ms (two passes per
-    // piece) against 1.15: the conv kernel spills and issues 42-48% of the
-    // time instead of 61% (ncu: 1.17-1.50 ms against 0.84 + 0.13), and (3)
-    // reads 8x more partial sums (143 us against 36).
     Func cols = s.cols.in();
     cols.compute_root()
         .split(v.x, xo, xi, t.gpu_cols_x, TailStrategy::GuardWithIf)
@@ -133,19 +91,12 @@ void gpu(P83Pipeline &p, const P83Params &t) {
         .gpu_blocks(xo, co, v.n)
         .gpu_threads(xi, zi);
     s.cols.compute_at(cols, zo).bound_extent(v.c, cb).unroll(v.c);
-    // The rows stay a rolled loop. Measured (H200), whole pipeline: 1.175 ms
-    // rolled, 1.242 ms with the rows unrolled by 2 (so that the next rows'
-    // loads need not wait for the Welford steps); by 4 slower still.
+    // The rows stay a rolled loop (unrolled by 2 measured 6% slower).
     s.cols.update().reorder(v.c, s.r_col.x).unroll(v.c);
 
     // (3) One block per (group, sample). Each sum over a group's columns is
     // split by rfactor into 64 partial sums (x modulo 64), a thread each; one
-    // thread then adds the partials. Measured (H200): one thread per (group,
-    // sample), 8x8 threads per block (16 blocks in all), took 0.20 ms. The
-    // partial sums' depth loop unrolled by 7 (loads in flight together):
-    // 39 us against 36 (ncu), whole pipeline unchanged (1.151-1.154 ms).
-    // Partials over (x modulo 64, depth modulo 4), 256 threads: 37.9 us
-    // against 32.7 (ncu), pipeline 1.134-1.135 against 1.127-1.129 ms.
+    // thread then adds the partials.
     Var u("u");
     RVar rxo("rxo"), rxi("rxi");
     s.groups.compute_root().gpu_blocks(v.g, v.n);
@@ -159,18 +110,6 @@ void gpu(P83Pipeline &p, const P83Params &t) {
 
     // (4) Element-wise over the kept conv: (x, y) tiles of threads, each
     // thread walking the depth; blocks over (tiles, channels * samples).
-    // Measured (H200): one element per thread, blocks over (tiles, depth *
-    // channels * samples), took 1.32 ms for 0.87 GB of DRAM traffic. The
-    // depth loop unrolled by 2 (ShiftInwards, on a specialization for depth
-    // >= 2) took 0.67 ms against 0.45 ms rolled (ncu, same build otherwise).
-    // The kernel was compute-bound (ncu: SM throughput 76%, 0.45 ms) while
-    // the dropout survivors' v / (1 - p) was an IEEE float32 division; with
-    // the exact double-precision form in blocks.cpp it takes 0.34 ms (H200;
-    // SM throughput 61%, memory 54%). Vectorizing it along x by 2 or 4
-    // (the kept conv's rows padded to a multiple, so loads could be vectors)
-    // measured slower: 1.25 / 1.52 ms against 1.18 (H200, one run; ncu: 7%
-    // and 135% more instructions, the 62-wide rows falling into the guarded
-    // scalar tail).
     Func out = p.output;
     out.tile(v.x, v.y, xo, yo, xi, yi, t.gpu_tile_x, t.gpu_tile_y, TailStrategy::GuardWithIf)
         .fuse(v.c, v.n, cn)
@@ -181,25 +120,9 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     // the depth is not a multiple, the last step overlaps the one before (a
     // few elements are written twice, with the same value). It needs a depth
     // of at least the factor, so it is a specialization; below, the loop
-    // stays rolled. Measured (H200, default shape, two runs each, whole
-    // pipeline): 7 (two steps of 7 at depth 14) 1.147 / 1.152 ms, rolled
-    // 1.172 / 1.173, 2 1.187 / 1.187; another run: 7 1.152, 4 1.179-1.185,
-    // 14 1.209-1.213. ncu: at 7 the kernel takes 72 registers
-    // (32% of the warp slots active instead of 89%) and stalls on memory 6x
-    // less per instruction; it issues ~61 instructions per element either way.
-    // With min(x, min_value) and the clamp folded into one clamp
-    // (blocks::min_then_clamp): 52 per element, 281 us against 313 (ncu),
-    // whole pipeline 1.124-1.127 ms against 1.153-1.156 (H200, same runs);
-    // then unrolled by 14: 1.148-1.153, by 4: 1.147-1.157, so 7 stays.
-    // Several rows a thread (a tile 8 x rows high on the same 32x8 threads,
-    // rows unrolled; the thread's index arithmetic, three integer divisions
-    // among it, then serves more elements), H200, 2026-11-22, one tuning
-    // run, whole pipeline against 1.102 ms: 2 rows 1.183, 4 rows 1.834
-    // (depth unrolled by 14: 1 row 1.128, 2 rows 1.380, 4 rows 1.829). ncu
-    // (at its locked clocks): warp instructions 177M -> 150M -> 133M, but
-    // registers 72 -> 113 -> 241 and the kernel 333 -> 411 -> 1120 us: it is
-    // bound by the loads in flight (fewer warps per SM), not by issue. Not
-    // kept (code not in this repository).
+    // stays rolled. 7 (two steps at depth 14) measured at least 2% faster
+    // than a rolled loop and than 2, 4 or 14 (ncu: 6x fewer memory stalls
+    // per instruction than rolled, at 72 registers).
     const int unroll = t.gpu_output_depth_unroll;
     if (unroll < 1) {
         throw CompileError("p83 GPU schedule: gpu_output_depth_unroll must be at least 1 (1 = "
