@@ -17,7 +17,7 @@ import unittest
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import tune  # noqa: E402
+import tuner as tune  # noqa: E402  (tune.py's package: the tests call its functions and main)
 
 REPO = Path(__file__).resolve().parents[2]
 
