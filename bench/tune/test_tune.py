@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""GPU-free tests of bench/tune/tune.py: constraints, candidate generation, rounds, state, the
-tuned file and its CMake side (generators/tuned_params.cmake through `cmake -P`).
+"""GPU-free tests of bench/tune/tune.py and its package tuner/: constraints, candidate generation,
+rounds, state, the tuned file and its CMake side (generators/tuned_params.cmake through `cmake -P`).
 
 Run: python3 bench/tune/test_tune.py   (ctest runs it as tune_py)
 """
