@@ -126,7 +126,8 @@ def cmd_round(args):
             f"({', '.join(f'{v} {k}' for k, v in sorted(modes.items())) or 'space exhausted'}); "
             f"{done} measured of {total} valid points ({s.product_size()} before constraints)")
     token = hashlib.sha256(json.dumps([round_no, picks, ident], sort_keys=True).encode()).hexdigest()[:12]
-    rnd = {"round": round_no, "created": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
+    created = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    rnd = {"round": round_no, "created": created,
            "token": token, "candidates": picks, **ident, "cap": args.cap}
     if st["rounds"] and st["rounds"][-1]["round"] == round_no:
         st["rounds"][-1] = rnd
