@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""GPU-free tests of bench/tune/tune.py: constraints, candidate generation, rounds, state, the
-tuned file and its CMake side (generators/tuned_params.cmake through `cmake -P`).
+"""GPU-free tests of bench/tune/tune.py and its package tuner/: constraints, candidate generation,
+rounds, state, the tuned file and its CMake side (generators/tuned_params.cmake through `cmake -P`).
 
 Run: python3 bench/tune/test_tune.py   (ctest runs it as tune_py)
 """
@@ -17,7 +17,7 @@ import unittest
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import tune  # noqa: E402
+import tuner as tune  # noqa: E402  (tune.py's package: the tests call its functions and main)
 
 REPO = Path(__file__).resolve().parents[2]
 

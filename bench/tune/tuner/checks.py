@@ -1,0 +1,63 @@
+"""`tune.py check-space` and `tune.py check-aliases`: the search space against the schedules'
+headers, and its aliases against what the generator builds."""
+
+import tempfile
+from pathlib import Path
+
+from .headers import check_space_against_headers, reference_point
+from .messages import log
+from .process import run_cmd
+from .space import load_space
+
+
+def cmd_check_space(args):
+    space = load_space(args.space)
+    errors, warnings = check_space_against_headers(space)
+    for lib, s in space.items():
+        ref = reference_point(s)
+        v = s.violations(ref)
+        log(f"{lib}: {len(s.all_points())} valid points of {s.product_size()}; default "
+            f"{s.key(ref)}" + (f" violates {[x[0] for x in v]}" if v else ""))
+    for w in warnings:
+        log("warning: " + w)
+    for e in errors:
+        log("error: " + e)
+    return 1 if errors else 0
+
+
+def cmd_check_aliases(args):
+    """Each alias must build the library that its value builds, and no other value's.
+
+    search_space.json says, for instance, that gpu_winograd_taps "auto" builds p25's "points"
+    library; the schedule (C++) decides what "auto" does. This runs the generator for every
+    value of each param that has aliases (the other params at their defaults) and compares
+    the lowered statements, so the two cannot drift apart unnoticed."""
+    space = load_space(args.space)
+    failures, checked = [], 0
+    with tempfile.TemporaryDirectory(prefix="tune-aliases-") as tmp:
+        for lib, s in space.items():
+            for name in s.names:
+                if not s.aliases[name]:
+                    continue
+                stmts = {}
+                for value in sorted(set(s.values[name]) | set(s.aliases[name])):
+                    out = Path(tmp) / f"{lib}-{name}-{value}"
+                    out.mkdir()
+                    run_cmd([args.generator, "-g", s.generator, "-f", "f", "-e", "stmt", "-o", out,
+                             f"target={args.target}", f"{name}={value}"],
+                            f"{lib}: the generator with {name}={value}")
+                    stmts[value] = (out / "f.stmt").read_text()
+                for alias, target in s.aliases[name].items():
+                    checked += 1
+                    same = stmts[alias] == stmts[target]
+                    also = [v for v in s.values[name] if v != target and stmts[v] == stmts[alias]]
+                    ok = same and not also
+                    log(f"{lib}: {name}={alias} builds {name}={target}: "
+                        + ("yes" if ok else "NO" if not same else f"yes, but also {also}"))
+                    if not ok:
+                        failures.append(f"{lib} {name}={alias}")
+    if failures:
+        log(f"error: aliases that do not build what search_space.json says: {failures}")
+        return 1
+    log(f"{checked} aliases checked")
+    return 0

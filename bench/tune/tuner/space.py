@@ -1,0 +1,173 @@
+"""The search spaces (schedules/search_space.json): per library its params, their candidate
+values and aliases, its constants and constraints, and the points they allow."""
+
+import itertools
+import json
+
+from .expr import Expr
+from .messages import TuneError
+from .paths import SPACE_FILE
+
+ENUMERATION_LIMIT = 200000  # larger products are sampled, never enumerated
+
+
+def expand_values(name, spec):
+    """The ordered candidate values of one param: "values" or "range" (+ "step" or "scale")."""
+    if "values" in spec:
+        vals = list(spec["values"])
+    elif "range" in spec:
+        lo, hi = spec["range"]
+        if spec.get("scale") == "pow2":
+            vals, v = [], 1
+            while v <= hi:
+                if v >= lo:
+                    vals.append(v)
+                v *= 2
+        elif "scale" in spec:
+            raise TuneError(f"param {name}: unknown scale '{spec['scale']}' (only pow2)")
+        else:
+            step = spec.get("step", 1)
+            if step <= 0:
+                raise TuneError(f"param {name}: step must be positive")
+            vals = list(range(lo, hi + 1, step))
+    else:
+        raise TuneError(f"param {name}: needs \"values\" or \"range\"")
+    if not vals:
+        raise TuneError(f"param {name}: no candidate values")
+    if len(set(vals)) != len(vals):
+        raise TuneError(f"param {name}: repeated values {vals}")
+    return vals
+
+
+class LibSpace:
+    """The search space of one library (p32_cuda): ordered params, constants, constraints."""
+
+    def __init__(self, lib, spec):
+        self.lib = lib
+        self.model = spec.get("model", lib.split("_")[0])
+        self.generator = spec["generator"]
+        self.header = spec.get("header", "")
+        self.shape = list(spec.get("shape", []))
+        self.constants = dict(spec.get("constants", {}))
+        self.names = list(spec["params"])
+        if not self.names:
+            raise TuneError(f"{lib}: no params")
+        self.values = {n: expand_values(n, spec["params"][n]) for n in self.names}
+        self.default = {n: spec["params"][n].get("default") for n in self.names}
+        # "aliases": {value: candidate value}: a value that builds the same library as a
+        # candidate (gpu_winograd_taps "auto" is one layout or the other), so that a point and
+        # its alias are one point: not picked, built and timed twice.
+        self.aliases = {n: dict(spec["params"][n].get("aliases", {})) for n in self.names}
+        for n in self.names:
+            if self.default[n] is None:
+                raise TuneError(f"{lib}: param {n} has no default")
+            if self.aliases[n] and not all(isinstance(v, str) for v in self.values[n]):
+                # JSON object keys are strings: an alias of a number would never match.
+                raise TuneError(f"{lib}: param {n}: aliases are for string-valued params only")
+            for alias, target in self.aliases[n].items():
+                if alias in self.values[n] or target not in self.values[n]:
+                    raise TuneError(f"{lib}: param {n}: alias {alias!r} must not be a candidate "
+                                    f"value, and its target {target!r} must be one of {self.values[n]}")
+            if self.canonical_value(n, self.default[n]) not in self.values[n]:
+                raise TuneError(f"{lib}: param {n}: default {self.default[n]!r} is neither a "
+                                f"candidate value nor an alias of one")
+            if n in self.constants:
+                raise TuneError(f"{lib}: {n} is both a param and a constant")
+        self.constraints = []
+        for c in spec.get("constraints", []):
+            e = Expr(c["expr"])
+            unknown = e.names - set(self.names) - set(self.constants)
+            if unknown:
+                raise TuneError(f"{lib}: constraint '{c['expr']}' uses unknown names {sorted(unknown)}")
+            kind = c.get("kind", "hard")
+            if kind not in ("hard", "prune"):
+                raise TuneError(f"{lib}: constraint '{c['expr']}': kind must be hard or prune")
+            self.constraints.append((e, kind, c.get("why", "")))
+        self._points = None
+
+    def env(self, point):
+        env = dict(self.constants)
+        env.update(point)
+        return env
+
+    def violations(self, point):
+        env = self.env(point)
+        return [(e.text, kind, why) for e, kind, why in self.constraints if not e.evaluate(env)]
+
+    def valid(self, point):
+        env = self.env(point)
+        return all(e.evaluate(env) for e, _, _ in self.constraints)
+
+    def product_size(self):
+        n = 1
+        for name in self.names:
+            n *= len(self.values[name])
+        return n
+
+    def all_points(self):
+        """Every valid point, in the canonical (lexicographic by value index) order."""
+        if self._points is None:
+            if self.product_size() > ENUMERATION_LIMIT:
+                raise TuneError(f"{self.lib}: {self.product_size()} combinations are too many to enumerate")
+            pts = []
+            for combo in itertools.product(*(self.values[n] for n in self.names)):
+                p = dict(zip(self.names, combo))
+                if self.valid(p):
+                    pts.append(p)
+            self._points = pts
+        return self._points
+
+    def canonical_value(self, name, value):
+        return self.aliases[name].get(value, value)
+
+    def canonical(self, point):
+        """The point with every alias replaced by the candidate value it stands for."""
+        return {n: self.canonical_value(n, point[n]) for n in self.names}
+
+    def key(self, point):
+        """One string per distinct library: aliases map to the value they stand for."""
+        return ";".join(f"{n}={self.canonical_value(n, point[n])}" for n in self.names)
+
+    def cmake_params(self, point):
+        return ";".join(f"{n}={fmt_value(point[n])}" for n in self.names)
+
+    def neighbors(self, point, steps=1):
+        """Points differing from `point` by one index step in `steps` params (valid or not)."""
+        point = self.canonical(point)
+        idx = {}
+        for n in self.names:
+            if point[n] not in self.values[n]:
+                return []
+            idx[n] = self.values[n].index(point[n])
+        out = []
+        for names in itertools.combinations(self.names, steps):
+            for deltas in itertools.product((-1, 1), repeat=steps):
+                q = dict(point)
+                ok = True
+                for n, d in zip(names, deltas):
+                    j = idx[n] + d
+                    if not 0 <= j < len(self.values[n]):
+                        ok = False
+                        break
+                    q[n] = self.values[n][j]
+                if ok:
+                    out.append(q)
+        return out
+
+
+def fmt_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def load_space(path=SPACE_FILE):
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        raise TuneError(f"cannot read search space {path}: {e}") from None
+    libs = data.get("libraries")
+    if not isinstance(libs, dict) or not libs:
+        raise TuneError(f"{path}: no \"libraries\"")
+    return {lib: LibSpace(lib, spec) for lib, spec in libs.items()}
