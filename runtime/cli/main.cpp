@@ -88,7 +88,9 @@ int main(int argc, char **argv) {
         ->check(tools::uint64_value());
     CLI::Option *weights_opt =
         app.add_option("--weights", opt.weights_path,
-                       "Parameters from a safetensors PyTorch state_dict (one model)")
+                       "Parameters from a safetensors PyTorch state_dict (one model); its "
+                       "conv.weight shape (Cout, Cin, k, k[, k]) sets the channels and kernel "
+                       "size (default: KernelBench's)")
             ->type_name("FILE");
     CLI::Option *input_opt =
         app.add_option("--input", opt.input_path,
