@@ -315,13 +315,18 @@ int run(int argc, char **argv) {
             throw Error("--only-shapes without --shape: nothing to run");
         }
         if (work.empty()) throw Error("-p names no problem and no --shape is given: nothing to run");
+        // A results file that cannot be read, or whose directory cannot be
+        // created, fails now, not after the runs; a --results path does not
+        // need the GPU's name, so it is checked before the GPU.
+        if (o.results != "-" && !o.results.empty()) {
+            results_path = o.results;
+            prepare_results_file(results_path);
+        }
         if (!gpu_available()) throw Error("needs a CUDA GPU: " + gpu_unavailable_reason());
         info = gpu_info();
-        if (o.results != "-") {
-            results_path = o.results.empty()
-                               ? "bench/results/" + device_slug(info.name) + ".json"
-                               : o.results;
-            read_results_file(results_path);  // unreadable: fail now, not after the runs
+        if (o.results.empty()) {
+            results_path = "bench/results/" + device_slug(info.name) + ".json";
+            prepare_results_file(results_path);
         }
     } catch (const std::exception &e) {
         std::fprintf(stderr, "fusedconv_bench: %s\n", e.what());

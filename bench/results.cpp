@@ -67,6 +67,17 @@ json read_results_file(const std::string &path) {
     return existing;
 }
 
+void prepare_results_file(const std::string &path) {
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    if (ec) {
+        throw Error("cannot create the directory " + parent.string() + " of results file " +
+                    path + ": " + ec.message());
+    }
+    read_results_file(path);
+}
+
 void merge_into_file(const std::string &path, const std::vector<json> &records) {
     const json merged = merge_records(read_results_file(path), records);
     std::filesystem::path parent = std::filesystem::path(path).parent_path();

@@ -20,6 +20,10 @@ nlohmann::json merge_records(const nlohmann::json &existing, const std::vector<n
 // a JSON list (or not a regular file) is an Error naming it. The harness
 // calls this before measuring, so a bad --results fails before any work.
 nlohmann::json read_results_file(const std::string &path);
+// What the harness does before measuring: creates the missing directories
+// of `path` and reads it as above, so that a results file that cannot be
+// written there fails before any work (an Error naming the directory).
+void prepare_results_file(const std::string &path);
 // Reads `path` as above, merges, and writes it back through a new file that
 // replaces it once complete (a failed write leaves the previous records).
 void merge_into_file(const std::string &path, const std::vector<nlohmann::json> &records);

@@ -30,6 +30,15 @@ expect(2 "unknown system 'foo'" -s foo)
 expect(2 "unknown system 'nonesuch' \\(this build's systems: halide" -s halide,nonesuch --results -)
 expect(2 "unknown problem 'p99'" -s halide -p p99)
 expect(2 "--shape 'p24': expected ID=N,C" -s halide --shape p24)
+# --results: a directory that cannot be created is refused before any
+# measurement (before the GPU check too); a missing one is created first.
+file(WRITE "${DIR}/plain" "a file, not a directory")
+expect(2 "cannot create the directory .*plain of results file" -s halide --results "${DIR}/plain/r.json")
+execute_process(COMMAND "${BENCH}" -s halide -p p24 -r 1 -w 0 --results "${DIR}/new/r.json"
+                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET TIMEOUT 100)
+if (NOT IS_DIRECTORY "${DIR}/new")
+    message(FATAL_ERROR "fusedconv_bench did not create the results directory ${DIR}/new (exit ${rc})")
+endif ()
 # --help exits 0.
 execute_process(COMMAND "${BENCH}" --help RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
 if (NOT rc STREQUAL "0")

@@ -49,9 +49,37 @@ expect(2 "--seed: expected an integer" -m p24 -d cpu --seed 1e3)
 # Options CLI11 does not know, or missing values.
 expect(2 "not expected: --frobnicate" -m p24 -d cpu --frobnicate)
 expect(2 "--batch: 1 required .* missing" -m p24 -d cpu --batch)
+# A model named twice.
+expect(2 "--models names 'p24' more than once \\('p24,p25,p24'\\)" -m p24,p25,p24 -d cpu)
+# Init arguments outside what the models take, or for a model not named.
+expect(2 "--dim 3: only 2" -m p24 -d cpu --dim 3)
+expect(2 "--dim -1: only 2" -m p24 -d cpu --dim -1)
+expect(2 "--dim sets p24's min dimension, but p24 is not in --models" -m p25 -d cpu --dim 2)
+expect(2 "--groups 5 does not divide the 16 output channels of KernelBench's p83" -m p83 -d cpu --groups 5)
+expect(2 "--groups: must be an integer >= 1, got 0" -m p83 -d cpu --groups 0)
+expect(2 "--dropout-p must be between 0 and 1, got 1.5" -m p83 -d cpu --dropout-p 1.5)
+expect(2 "--dropout-p must be between 0 and 1, got nan" -m p83 -d cpu --dropout-p nan)
+expect(2 "--eps must be a finite number > 0, got 0" -m p83 -d cpu --eps 0)
+expect(2 "--eps must be a finite number > 0, got -1" -m p83 -d cpu --eps -1)
+expect(2 "--min-value must be a finite number, got inf" -m p83 -d cpu --min-value inf)
+expect(2 "--max-value must be a finite number, got nan" -m p83 -d cpu --max-value nan)
+foreach (flag --groups --min-value --max-value --dropout-p --eps)
+    expect(2 "${flag} sets an init argument of p83, but p83 is not in --models" -m p25 -d cpu ${flag} 1)
+endforeach ()
 # A batch whose input would be past Halide's 32-bit indexing: the run fails
 # before any work (exit 1, the shape named in its FAIL row).
 expect(1 "p83 .*FAIL: .*\\(100000000, 3, 16, 64, 64\\).*32-bit" -m p83 -d cpu -b 100000000)
+# An input that fits but whose output does not (p83 -b 700: a 550 MB input, a
+# 2.4 GB output) fails before the input is allocated: under a 400 MB address
+# space limit the message is still the 32-bit one, not an allocation failure.
+# The sanitizer build reserves terabytes of shadow memory, so it runs without
+# the limit.
+if (SANITIZE)
+    expect(1 "p83 .*FAIL: .*\\(700, 16, 14, 62, 62\\).*32-bit" -m p83 -d cpu -b 700)
+else ()
+    run_and_expect(sh 1 stdout "p83 .*FAIL: .*\\(700, 16, 14, 62, 62\\).*32-bit"
+                   -c "ulimit -v 400000 && exec \"$0\" \"$@\"" "${CLI}" -m p83 -d cpu -b 700)
+endif ()
 # --help still exits 0.
 execute_process(COMMAND "${CLI}" --help RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
 if (NOT rc STREQUAL "0")

@@ -5,7 +5,11 @@
 //   make_interchange_fixture write DIR   weights.safetensors (state_dict),
 //                                        input.safetensors ("input" + one more
 //                                        tensor), p32_input / p83_input (one
-//                                        tensor each), bad.safetensors (malformed)
+//                                        tensor each), bad.safetensors (malformed),
+//                                        and user_<model>_{weights,input} of
+//                                        models with other channel counts and
+//                                        kernel sizes than KernelBench's, plus
+//                                        state_dicts of unusable shapes
 //   make_interchange_fixture check DIR   output.safetensors must hold "output",
 //                                        the library's forward with those
 //                                        weights, within float32 accuracy of
@@ -46,6 +50,32 @@ Tensor input() { return random_tensor(kInputShape, 1236, -1.0f, 1.0f); }
 
 using tools::host_copy;
 
+// A user's own models: channel counts and kernel sizes that are not
+// KernelBench's (the CLI takes them from conv.weight's shape), odd shapes.
+void write_user_models(const std::string &dir) {
+    auto conv = [](Shape w, uint64_t seed) {
+        const int64_t cout = w[0];
+        return std::map<std::string, Tensor>{{"conv.weight", random_tensor(w, seed, -0.3f, 0.3f)},
+                                             {"conv.bias", random_tensor({cout}, seed + 1, -0.3f, 0.3f)}};
+    };
+    auto save = [&](const std::string &model, std::map<std::string, Tensor> w, Shape in,
+                    uint64_t seed) {
+        save_safetensors(dir + "/user_" + model + "_weights.safetensors", w);
+        save_safetensors(dir + "/user_" + model + "_input.safetensors",
+                         {{"input", random_tensor(in, seed, -1.0f, 1.0f)}});
+    };
+    save("p24", conv({5, 2, 2, 2, 2}, 10), {1, 2, 4, 5, 6}, 12);
+    save("p25", conv({4, 3, 5, 5}, 20), {1, 3, 7, 8}, 22);
+    save("p32", conv({6, 5, 3, 3}, 30), {2, 5, 6, 9}, 32);  // 3x3: the Winograd form
+    std::map<std::string, Tensor> p83 = conv({8, 2, 2, 2, 2}, 40);
+    p83["norm.weight"] = random_tensor({8}, 42, 0.5f, 1.5f);
+    p83["norm.bias"] = random_tensor({8}, 43, -0.5f, 0.5f);
+    save("p83", p83, {1, 2, 5, 6, 7}, 44);
+    // Unusable conv.weight shapes: rank 3 for a 2D model, a kernel that is not square.
+    save_safetensors(dir + "/rank3_weights.safetensors", conv({4, 3, 3}, 50));
+    save_safetensors(dir + "/nonsquare_weights.safetensors", conv({4, 3, 3, 5}, 60));
+}
+
 int write(const std::string &dir) {
     save_safetensors(dir + "/weights.safetensors", weights());
     save_safetensors(dir + "/input.safetensors",
@@ -56,6 +86,7 @@ int write(const std::string &dir) {
     save_safetensors(dir + "/p83_input.safetensors",
                      {{"x", random_tensor({1, 3, 5, 6, 7}, 3, 0.0f, 1.0f)}});
     std::ofstream(dir + "/bad.safetensors", std::ios::binary) << "not a safetensors file";
+    write_user_models(dir);
     std::remove((dir + "/output.safetensors").c_str());
     std::printf("wrote %s/{weights,input,p32_input,p83_input,bad}.safetensors\n", dir.c_str());
     return 0;

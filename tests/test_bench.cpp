@@ -138,4 +138,30 @@ TEST(BenchResults, ReadBeforeMeasuringAndNoTemporaryLeft) {
     fs::remove_all(dir);
 }
 
+// Before measuring, the harness creates a missing results directory (the
+// merge after the runs would otherwise be the first to find that it cannot),
+// or fails naming it when it cannot be created.
+TEST(BenchResults, PrepareCreatesTheDirectoryOrFailsNamingIt) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::path(::testing::TempDir()) / "fusedconv_results_prepare_test";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const fs::path path = dir / "new" / "sub" / "r.json";
+    prepare_results_file(path.string());
+    EXPECT_TRUE(fs::is_directory(path.parent_path()));
+    EXPECT_FALSE(fs::exists(path));  // nothing measured, nothing written
+    std::ofstream(dir / "plain") << "a file, not a directory";
+    const std::string blocked = (dir / "plain" / "r.json").string();
+    try {
+        prepare_results_file(blocked);
+        ADD_FAILURE() << "a results directory under a regular file was accepted";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("cannot create the directory " +
+                                             (dir / "plain").string()),
+                  std::string::npos)
+            << e.what();
+    }
+    fs::remove_all(dir);
+}
+
 }  // namespace

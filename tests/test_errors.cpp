@@ -567,6 +567,22 @@ TEST(P83Errors, DropoutProbabilityOutsideTheUnitIntervalOrNaN) {
     }
 }
 
+TEST(P83Errors, GroupNormEpsNotPositiveOrNotFinite) {
+    Conv3dGroupNormMinClampDropout m(3, 4, 3, 2, 0, 1, 0.25f, DeviceChoice::CPU);
+    EXPECT_EQ(m.eps(), 1e-5f);  // PyTorch's default
+    for (float eps : {0.0f, -0.0f, -1e-5f, kNaN, kInf, -kInf}) {
+        SCOPED_TRACE(eps);
+        EXPECT_TRUE(throws_error([&] { m.set_eps(eps); },
+                                 {"Conv3dGroupNormMinClampDropout", "eps", "finite number > 0"}));
+        EXPECT_EQ(m.eps(), 1e-5f);  // unchanged
+    }
+    EXPECT_TRUE(throws_error([&] { m.set_eps(-2.5f); }, {"got -2.5"}));
+    for (float eps : {1e-30f, 1e-3f, 0.5f, 10.0f}) {
+        EXPECT_NO_THROW(m.set_eps(eps));
+        EXPECT_EQ(m.eps(), eps);
+    }
+}
+
 // An input under the 32-bit limit whose output is over it: a model with more
 // output than input channels. Refused by output_shape (and so by forward)
 // with an Error naming both shapes, before any allocation. Inputs are 8 MiB.

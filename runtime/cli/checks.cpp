@@ -21,17 +21,31 @@ using reference::HostTensor;
 // Mixed tolerance: float32 accuracy relative to the value, absolute below 1.
 constexpr double kTolerance = 1e-4;
 
-// The run's input on `r.device`: the --input tensor, else seeded values of
-// the model's default shape (batch from --batch when given).
-Tensor make_input(const RunOptions &opt, Shape default_shape, RunResult &r) {
+// The run's input shape: the --input tensor's, else the model's default with
+// the batch from --batch when given.
+Shape input_shape(const RunOptions &opt, Shape default_shape) {
+    if (!opt.input_path.empty()) return opt.input.shape();
+    if (opt.batch) default_shape[0] = opt.batch;
+    return default_shape;
+}
+
+// The run's input on `r.device`, after the model has checked the input and
+// output shapes (r.output_shape): a batch whose output is past Halide's
+// 32-bit indexing fails before its input is allocated and filled.
+Tensor make_input(const Model &m, const RunOptions &opt, const Shape &default_shape,
+                  RunResult &r) {
+    r.input_shape = input_shape(opt, default_shape);
+    r.output_shape = m.output_shape(r.input_shape);
     if (!opt.input_path.empty()) {
-        r.input_shape = opt.input.shape();
         // forward() does not write its input: no copy on the CPU.
         return r.device == Device::CPU ? opt.input : opt.input.to(r.device);
     }
-    if (opt.batch) default_shape[0] = opt.batch;
-    r.input_shape = default_shape;
     return tools::uniform_input(r.input_shape, opt.seed ^ 0x5eedu).to(r.device);
+}
+
+// The model's convolution: KernelBench's, or the one --weights holds.
+ConvArgs conv_of(const std::string &model, const RunOptions &opt) {
+    return conv_args(model, opt.weights_path.empty() ? nullptr : &opt.weights);
 }
 
 // --weights: the model's parameters from a state_dict instead of the seeded init.
@@ -65,11 +79,12 @@ std::string fmt(const char *f, A... a) {
 
 // p24: also checks that each sampled pixel's softmax sums to 1.
 void run_p24(const RunOptions &opt, RunResult &r) {
-    Conv3dMinSoftmax m(3, 24, 3, 2, opt.device, opt.seed);
+    const ConvArgs c = conv_of("p24", opt);
+    Conv3dMinSoftmax m(c.in_channels, c.out_channels, c.kernel_size, opt.init.dim, opt.device,
+                       opt.seed);
     apply_weights(m, opt);
     r.device = m.device();
-    Tensor in = make_input(opt, {128, 3, 24, 32, 32}, r);
-    r.output_shape = m.output_shape(r.input_shape);
+    Tensor in = make_input(m, opt, {128, c.in_channels, 24, 32, 32}, r);
     Tensor out = Tensor::empty(r.output_shape, r.device);
     time_runs([&] { m.forward_into(in, out); }, opt, r.device, r);
     save_output(out, opt);
@@ -96,8 +111,7 @@ void run_conv2d_min(M &m, const RunOptions &opt, RunResult &r, const Shape &defa
                     const Conv2dCheck &check) {
     apply_weights(m, opt);
     r.device = m.device();
-    Tensor in = make_input(opt, default_input, r);
-    r.output_shape = m.output_shape(r.input_shape);
+    Tensor in = make_input(m, opt, default_input, r);
     Tensor out = Tensor::empty(r.output_shape, r.device);
     time_runs([&] { m.forward_into(in, out); }, opt, r.device, r);
     save_output(out, opt);
@@ -125,12 +139,15 @@ double check_p83_samples(const Conv3dGroupNormMinClampDropout &m, const HostTens
 // dropout statistics over the whole output (in training mode, the default;
 // --eval runs both in eval mode).
 void run_p83(const RunOptions &opt, RunResult &r) {
-    Conv3dGroupNormMinClampDropout m(3, 16, 3, 8, 0.0f, 1.0f, 0.2f, opt.device, opt.seed);
+    const ConvArgs c = conv_of("p83", opt);
+    const InitArgs &a = opt.init;
+    Conv3dGroupNormMinClampDropout m(c.in_channels, c.out_channels, c.kernel_size, a.groups,
+                                     a.min_value, a.max_value, a.dropout_p, opt.device, opt.seed);
+    m.set_eps(a.eps);
     apply_weights(m, opt);
     m.set_training(!opt.eval);
     r.device = m.device();
-    Tensor in = make_input(opt, {128, 3, 16, 64, 64}, r);
-    r.output_shape = m.output_shape(r.input_shape);
+    Tensor in = make_input(m, opt, {128, c.in_channels, 16, 64, 64}, r);
     Tensor out = Tensor::empty(r.output_shape, r.device);
     time_runs([&] { m.forward_into(in, out); }, opt, r.device, r);
     save_output(out, opt);  // before the variant below overwrites it
@@ -148,7 +165,8 @@ void run_p83(const RunOptions &opt, RunResult &r) {
     double frac = static_cast<double>(zeros) / static_cast<double>(got.size());
     // Binomial spread of the zero fraction, plus a margin for outputs that
     // are exactly 0 before dropout.
-    double spread = 6 * std::sqrt(0.2 * 0.8 / static_cast<double>(got.size())) + 1e-3;
+    const double p = m.dropout_p();
+    double spread = 6 * std::sqrt(p * (1 - p) / static_cast<double>(got.size())) + 1e-3;
     r.max_err = std::max(r.max_err, variant_err);
     if (!m.training()) {
         // --eval: dropout is the identity; the sampled check covers it.
@@ -159,9 +177,9 @@ void run_p83(const RunOptions &opt, RunResult &r) {
         return;
     }
     r.notes.push_back(fmt("variant min_value=0.5 clamp=[-1, 0.25]: max_err %.2e; dropout zeroed "
-                          "%.4f of %lld outputs (p = 0.2)",
-                          variant_err, frac, static_cast<long long>(got.size())));
-    r.ok = r.max_err <= kTolerance && std::abs(frac - 0.2) <= spread;
+                          "%.4f of %lld outputs (p = %g)",
+                          variant_err, frac, static_cast<long long>(got.size()), p));
+    r.ok = r.max_err <= kTolerance && std::abs(frac - p) <= spread;
 }
 
 }  // namespace
@@ -180,12 +198,16 @@ RunResult run_model(const std::string &name, const RunOptions &opt) {
             run_p24(opt, r);
         } else if (name == "p25") {
             r.description = "conv2d_min_tanh_tanh";
-            Conv2dMinTanhTanh m(16, 64, 3, opt.device, opt.seed);
-            run_conv2d_min(m, opt, r, {128, 16, 256, 256}, reference::check_p25);
+            const ConvArgs c = conv_of(name, opt);
+            Conv2dMinTanhTanh m(c.in_channels, c.out_channels, c.kernel_size, opt.device,
+                                opt.seed);
+            run_conv2d_min(m, opt, r, {128, c.in_channels, 256, 256}, reference::check_p25);
         } else if (name == "p32") {
             r.description = "conv2d_scale_min";
-            Conv2dScaleMin m(64, 128, 3, opt.scale, opt.device, opt.seed);
-            run_conv2d_min(m, opt, r, {64, 64, 256, 256},
+            const ConvArgs c = conv_of(name, opt);
+            Conv2dScaleMin m(c.in_channels, c.out_channels, c.kernel_size, opt.init.scale,
+                             opt.device, opt.seed);
+            run_conv2d_min(m, opt, r, {64, c.in_channels, 256, 256},
                            [&](const HostTensor &i, const HostTensor &w, const HostTensor &b,
                                const float *out, const Shape &s, int samples, uint64_t seed) {
                                return reference::check_p32(i, w, b, m.scale_factor(), out, s,

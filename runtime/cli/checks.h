@@ -1,9 +1,11 @@
-// The CLI's per-model runs: build the model at its default init arguments,
-// time forward() at a given shape, and check the output against the float64
-// reference on sampled positions.
+// The CLI's per-model runs: build the model (KernelBench's init arguments, or
+// channels and kernel size from --weights and the other arguments from
+// flags), time forward() at a given shape, and check the output against the
+// float64 reference on sampled positions.
 #pragma once
 
 #include "fusedconv/device.h"
+#include "model_args.h"
 #include "fusedconv/tensor.h"
 
 #include <cstdint>
@@ -20,7 +22,7 @@ struct RunOptions {
     int reps = 0;        // 0: 20 on the GPU, 3 on the CPU
     int samples = 256;   // output positions checked against float64
     uint64_t seed = 0;
-    float scale = 2.0f;  // p32's scale_factor
+    InitArgs init;       // p24's dim, p32's scale, p83's groups, bounds, p, eps
     bool eval = false;   // p83: eval mode (dropout is the identity); default training
     // --weights / --input (main loads the files): a PyTorch state_dict for the
     // model's parameters and a host input whose shape replaces the default

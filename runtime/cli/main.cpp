@@ -1,7 +1,9 @@
 // fusedconv: runs the four models at their default shapes on the best
 // available device, times them and checks each against a float64 reference.
 // With --weights / --input / --output (one model), parameters and input come
-// from PyTorch safetensors files and the output goes to one.
+// from PyTorch safetensors files and the output goes to one; a --weights
+// file's conv.weight shape sets the channel counts and kernel size, and flags
+// set the other init arguments, so a user's own model runs too.
 #include "checks.h"
 #include "cli_options.h"
 #include "run_tools.h"
@@ -86,7 +88,9 @@ int main(int argc, char **argv) {
         ->check(tools::uint64_value());
     CLI::Option *weights_opt =
         app.add_option("--weights", opt.weights_path,
-                       "Parameters from a safetensors PyTorch state_dict (one model)")
+                       "Parameters from a safetensors PyTorch state_dict (one model); its "
+                       "conv.weight shape (Cout, Cin, k, k[, k]) sets the channels and kernel "
+                       "size (default: KernelBench's)")
             ->type_name("FILE");
     CLI::Option *input_opt =
         app.add_option("--input", opt.input_path,
@@ -97,8 +101,25 @@ int main(int argc, char **argv) {
         app.add_option("--output", opt.output_path,
                        "Save the output of the timed runs as tensor \"output\" (one model)")
             ->type_name("FILE");
+    // The init arguments other than the convolution's (which come from
+    // KernelBench, or from conv.weight's shape in --weights).
+    cli::InitArgs &init = opt.init;
+    CLI::Option *dim_opt =
+        app.add_option("--dim", init.dim, "p24's min dimension (only 2, the depth, is supported)")
+            ->capture_default_str();
     CLI::Option *scale_opt =
-        app.add_option("--scale", opt.scale, "p32's scale_factor")->capture_default_str();
+        app.add_option("--scale", init.scale, "p32's scale_factor")->capture_default_str();
+    const std::vector<CLI::Option *> p83_opts = {
+        app.add_option("--groups", init.groups, "p83's GroupNorm groups (dividing its output channels)")
+            ->capture_default_str()
+            ->check(tools::integer_in(1, std::numeric_limits<int>::max())),
+        app.add_option("--min-value", init.min_value, "p83's min_value: torch.min(x, min_value), then the clamp's lower bound")
+            ->capture_default_str(),
+        app.add_option("--max-value", init.max_value, "p83's max_value: the clamp's upper bound")
+            ->capture_default_str(),
+        app.add_option("--dropout-p", init.dropout_p, "p83's dropout probability, in [0, 1]")
+            ->capture_default_str(),
+        app.add_option("--eps", init.eps, "p83's GroupNorm eps (> 0)")->capture_default_str()};
     CLI::Option *eval_opt = app.add_flag(
         "--eval", opt.eval, "p83 in eval mode: dropout is the identity (default: training mode)");
     // Usage errors exit with 2, as the README says (CLI11's own codes are
@@ -117,6 +138,12 @@ int main(int argc, char **argv) {
         auto named = [&](const char *m) {
             return std::find(names.begin(), names.end(), m) != names.end();
         };
+        for (const std::string &n : names) {
+            if (std::count(names.begin(), names.end(), n) > 1) {
+                throw Error("--models names '" + n + "' more than once ('" + models +
+                            "'); name each model at most once");
+            }
+        }
         const bool files = weights_opt->count() || input_opt->count() || output_opt->count();
         if (files && names.size() != 1) {
             throw Error("--weights, --input and --output need exactly one model in --models, "
@@ -129,7 +156,15 @@ int main(int argc, char **argv) {
         if (scale_opt->count() && !named("p32")) {
             throw Error("--scale sets p32's scale_factor, but p32 is not in --models");
         }
-        if (!std::isfinite(opt.scale)) throw Error("--scale must be a finite number");
+        if (dim_opt->count() && !named("p24")) {
+            throw Error("--dim sets p24's min dimension, but p24 is not in --models");
+        }
+        for (const CLI::Option *o : p83_opts) {
+            if (o->count() && !named("p83")) {
+                throw Error(o->get_name() + " sets an init argument of p83, but p83 is not in "
+                            "--models");
+            }
+        }
         if (eval_opt->count() && !named("p83")) {
             throw Error("--eval sets p83's dropout mode, but p83 is not in --models");
         }
@@ -142,6 +177,13 @@ int main(int argc, char **argv) {
         if (weights_opt->count()) opt.weights = load_safetensors(opt.weights_path);
         if (input_opt->count()) {
             opt.input = pick_input(load_safetensors(opt.input_path), opt.input_path);
+        }
+        // Each model's init arguments and --input against them, before any work.
+        for (const std::string &n : names) {
+            const cli::ConvArgs conv =
+                cli::conv_args(n, weights_opt->count() ? &opt.weights : nullptr);
+            cli::check_init_args(n, conv, opt.init);
+            if (input_opt->count()) cli::check_input_shape(n, conv, opt.input.shape());
         }
     } catch (const Error &e) {
         std::fprintf(stderr, "fusedconv: %s\n", e.what());

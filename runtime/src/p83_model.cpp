@@ -3,6 +3,9 @@
 #include "model_util.h"
 #include "ops_detail.h"
 
+#include <cmath>
+#include <cstdio>
+
 namespace fusedconv {
 
 static constexpr const char *kName = "Conv3dGroupNormMinClampDropout";
@@ -46,6 +49,18 @@ void Conv3dGroupNormMinClampDropout::set_clamp(float clamp_min, float clamp_max)
 void Conv3dGroupNormMinClampDropout::set_dropout_p(float p) {
     detail::check_dropout_p(kName, p);
     p_ = p;
+}
+
+void Conv3dGroupNormMinClampDropout::set_eps(float eps) {
+    // eps > 0 keeps 1/sqrt(var + eps) finite for a constant group, where
+    // var is 0 (or, in float32, a rounding residue that float64 does not have).
+    if (!(eps > 0.0f) || !std::isfinite(eps)) {
+        char value[32];
+        std::snprintf(value, sizeof value, "%.9g", static_cast<double>(eps));
+        throw Error(std::string(kName) + ": GroupNorm eps has to be a finite number > 0, but got " +
+                    value);
+    }
+    eps_ = eps;
 }
 
 void Conv3dGroupNormMinClampDropout::set_training(bool training) { training_ = training; }

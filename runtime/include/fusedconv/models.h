@@ -161,6 +161,9 @@ public:
     void set_dropout_p(float p);        // throws Error outside [0, 1]
     void set_training(bool training);   // false: dropout is the identity
     void set_dropout_seed(uint32_t seed);
+    // GroupNorm's eps (PyTorch's default 1e-5); throws Error unless finite
+    // and > 0.
+    void set_eps(float eps);
     float min_value() const { return min_value_; }
     float clamp_min() const { return clamp_lo_; }
     float clamp_max() const { return clamp_hi_; }
