@@ -4,7 +4,7 @@
 // owns a tile of output pixels and walks the output channels 32 at a time,
 // one channel per lane, each lane computing its channel's conv for the whole
 // tile in registers: by Winograd F(4, 3) along x for 3x3 kernels
-// (gpu_winograd), by the direct form otherwise (gpu_direct). Each round of 32
+// (gpu_winograd_x, winograd_x_schedule.cpp), by the direct form otherwise (gpu_direct). Each round of 32
 // channels goes to shared memory, where the lanes, now one per pixel, fold it
 // into the running channel min; the epilogue follows.
 // NVIDIA H200, 2026-11-22, default shapes: p25 3.39 ms, p32 11.80 ms (ncu:
@@ -12,6 +12,7 @@
 // 40% / 42%, latency-bound). schedules/NOTES.md has what else was measured.
 #include "conv2d_min_schedule.h"
 #include "conv_taps.h"
+#include "conv2d_min_parts.h"
 #include "warp_staging.h"
 #include "winograd2d_schedule.h"
 
@@ -22,98 +23,6 @@ namespace fusedconv::schedules {
 using namespace Halide;
 
 namespace {
-
-// Where the Winograd form's transformed taps u (per output and input
-// channel: 6 points x 3 tap rows) lie in global memory. Channels innermost:
-// a warp's load of one (point, row) is 128 consecutive bytes. Points
-// innermost: a lane's 18 loads per input channel share 3 addresses (fewer
-// instructions and registers), but a warp's load spans 6 cache lines.
-enum class WinogradTapsLayout { ChannelsInnermost, PointsInnermost };
-
-// Whether the pipeline holds the Winograd form (Conv2dMinParams::winograd_form).
-bool has_winograd(const Conv2dMinPipeline &p) { return !Internal::is_const_zero(p.use_winograd); }
-
-// The Winograd form (winograd.h) of one round: the same layout, but each
-// lane accumulates the 6 transform-domain sums of each 4-pixel tile row of
-// the block (6 * tile_x / 4 * tile_y registers, 144 for 16x6): per input
-// channel 18 multiplies per tile row instead of 36. Per chunk of
-// gpu_winograd_chunk input channels the warp stages the transformed input
-// rows v in shared memory (a lane per (tile, row, channel), read straight
-// from global memory). The transformed taps u are computed once per call by
-// a small kernel, and each lane reads its channel's from that global buffer
-// through L1 (a shared-memory copy measured 3% slower). The output
-// transform runs per lane, in registers.
-void gpu_winograd(Conv2dMinPipeline &p, const Conv2dMinParams &t, const LoopLevel &at,
-                  WinogradTapsLayout taps) {
-    blocks::V v;
-    blocks::ConvWinogradX &w = p.winograd;
-    const int lanes = kWarpLanes, tx = t.gpu_tile_x, ty = t.gpu_tile_y, chunk = t.gpu_winograd_chunk;
-    const int T = blocks::kWinogradTile, K = blocks::kWinogradPoints, tiles = tx / T;
-    _halide_user_assert(tx % T == 0) << "gpu_tile_x must be a multiple of " << T
-                                     << " (Winograd tiles), got " << tx;
-    // The form computes 3x3 kernels only, over a constant 3 tap rows: its
-    // loops unroll without specializing, and its constant-size staging shares
-    // the kernel's shared memory with the direct form's (Halide reserves the
-    // larger of the two) instead of growing with the direct form's kernel size.
-    const int kh = blocks::kWinogradTaps;
-
-    // The output tiles and the transform-domain sums: per-lane register
-    // arrays over (point or pixel of a tile, tile, row), lane = channel.
-    auto in_lane_registers = [&](Func f, const Var &point, int points) {
-        f.compute_at(at)
-            .store_in(MemoryType::Register)
-            .bound_extent(point, points)
-            .bound_extent(w.t, tiles)
-            .bound_extent(v.y, ty)
-            .reorder(point, w.t, v.y, v.c, v.n)
-            .gpu_lanes(v.c)
-            .unroll(point)
-            .unroll(w.t)
-            .unroll(v.y);
-    };
-    in_lane_registers(w.tiles, w.i, T);
-    Func m = w.m;
-    in_lane_registers(m, w.k, K);
-    RVar rzo("rzo"), rzi("rzi");
-    Stage upd = m.update();
-    upd.split(w.r.y, rzo, rzi, chunk, TailStrategy::GuardWithIf)
-        .reorder(w.t, w.k, v.y, w.r.x, rzi, v.c, rzo)
-        .gpu_lanes(v.c)
-        .unroll(w.t)
-        .unroll(w.k)
-        .unroll(v.y)
-        .unroll(w.r.x);
-
-    // v: tiles innermost, so a lane's loads of one (k, row) for the tiles of
-    // the row are adjacent (vector loads, broadcast to the warp).
-    w.v.compute_at(m, rzo)
-        .store_in(MemoryType::GPUShared)
-        .bound_extent(w.k, K)
-        .bound_extent(w.t, tiles)
-        .bound_extent(v.y, ty + kh - 1)
-        .bound_extent(v.c, chunk)
-        .reorder_storage(w.t, w.k, v.y, v.c, v.n)
-        .reorder(w.k, w.t, v.y, v.c, v.n);
-    unrolled_over_warp(w.v, Expr(), {w.t, v.y, v.c}, {w.k});
-    // u, once per call by a small kernel of its own (a thread per (ci, co)),
-    // laid out as `taps` says. Points innermost measured 2% faster for p25;
-    // p32 measured faster on some H200s and slower on others, so it keeps
-    // the channels innermost (schedules/NOTES.md).
-    Var zc("zc"), zcb("zcb"), zct("zct");
-    w.u.compute_root()
-        .bound(w.k, 0, K)
-        .bound(v.c, 0, (p.cout + lanes - 1) / lanes * lanes);
-    if (taps == WinogradTapsLayout::PointsInnermost) {
-        w.u.reorder_storage(w.k, v.c, v.y, v.z);
-    } else {
-        w.u.reorder_storage(v.c, w.k, v.y, v.z);
-    }
-    w.u.align_storage(v.c, lanes)
-        .reorder(w.k, v.y, v.z, v.c)
-        .unroll(w.k)
-        .fuse(v.z, v.c, zc)
-        .gpu_tile(zc, zcb, zct, 64, TailStrategy::GuardWithIf);
-}
 
 // The direct form of one round of conv values: each lane accumulates its
 // channel's convolution for the whole tile in registers; every weight it
@@ -244,78 +153,9 @@ void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t, WinogradTapsLayout taps
     const LoopLevel at(round, co);
     if (has_winograd(p)) {
         round.specialize(p.use_winograd);
-        gpu_winograd(p, t, at, taps);
+        gpu_winograd_x(p, t, at, taps);
     }
     gpu_direct(p, t, at);
-}
-
-// CPU: rows in parallel; per vector of output pixels, the channel min of the
-// convolution, a block of channels' conv values at a time (conv_value,
-// specialized on use_winograd like the GPU's round).
-void cpu(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
-    blocks::V v;
-    Var yn("yn"), xo("xo"), xi("xi"), co("co"), cl("cl");
-    const int vec = t.cpu_vector, block = t.cpu_channel_block;
-    Func out = p.output;
-    out.reorder(v.x, v.c, v.y, v.n)
-        .fuse(v.y, v.n, yn)
-        .parallel(yn)
-        .split(v.x, xo, xi, vec, TailStrategy::GuardWithIf)
-        .vectorize(xi);
-    // The running min walks the channels in blocks of `block`; each block's
-    // conv values are computed together (both forms clamp the channel index,
-    // so the last block may run past Cout; those values are never consumed).
-    Func mn = p.min_channels.f;
-    RVar rco("rco"), rci("rci");
-    mn.compute_at(out, xo).vectorize(v.x, vec, TailStrategy::GuardWithIf);
-    mn.update()
-        .split(p.min_channels.r.x, rco, rci, block, TailStrategy::GuardWithIf)
-        .reorder(v.x, rci, rco)
-        .unroll(rci)
-        .vectorize(v.x, vec, TailStrategy::GuardWithIf);
-    Func cv = p.conv_value;
-    cv.compute_at(mn, rco)
-        .bound_extent(v.x, vec)
-        .bound_extent(v.c, block)
-        .split(v.c, co, cl, block)
-        .reorder(v.x, cl, co, v.y, v.n)
-        .unroll(cl)
-        .vectorize(v.x);
-    const LoopLevel at(cv, co);
-
-    // Direct: the block's conv vectors accumulate in registers over the whole
-    // reduction (x outermost). The edge-clamped input window is staged first
-    // so the conv's loads stay dense vector loads (the clamps would make
-    // gathers).
-    p.conv.source.compute_at(at).vectorize(v.x, vec, TailStrategy::GuardWithIf);
-    Func conv = p.conv.f;
-    conv.compute_at(at).bound_extent(v.c, block).unroll(v.c).vectorize(v.x, vec,
-                                                                        TailStrategy::GuardWithIf);
-    Stage upd = conv.update();
-    upd.reorder(v.c, p.conv.r.x, p.conv.r.y, p.conv.r.z, v.x)
-        .vectorize(v.x, vec, TailStrategy::GuardWithIf)
-        .unroll(v.c);
-    unroll_taps_of_size_3(upd, p.conv, {p.kw, p.kh});
-
-    if (!has_winograd(p)) return;
-    cv.specialize(p.use_winograd);
-    // Winograd (for correctness where there is no GPU, not speed): the
-    // block's transform-domain sums vectorized over its channels; the
-    // transformed taps once per call, channels innermost.
-    blocks::ConvWinogradX &w = p.winograd;
-    const int K = blocks::kWinogradPoints;
-    w.u.compute_root()
-        .reorder_storage(v.c, w.k, v.y, v.z)
-        .reorder(v.c, w.k, v.y, v.z)
-        .vectorize(v.c, block, TailStrategy::GuardWithIf);
-    w.m.compute_at(at)
-        .bound_extent(w.k, K)
-        .bound_extent(v.c, block)
-        .reorder(v.c, w.k, w.t, v.y, v.n)
-        .vectorize(v.c)
-        .unroll(w.k);
-    w.m.update().reorder(v.c, w.k, w.t, w.r.x, w.r.y, v.y, v.n).vectorize(v.c).unroll(w.k);
-    w.v.compute_at(at).bound_extent(w.k, K).reorder(w.k, w.t, v.y, v.c, v.n).unroll(w.k);
 }
 
 void schedule_conv2d_min(Conv2dMinPipeline &p, const Conv2dMinParams &t, const Target &target,
@@ -325,7 +165,7 @@ void schedule_conv2d_min(Conv2dMinPipeline &p, const Conv2dMinParams &t, const T
     } else if (target.has_gpu_feature()) {
         gpu(p, t, taps);
     } else {
-        cpu(p, t);
+        cpu_conv2d_min(p, t);
     }
 }
 
