@@ -27,6 +27,9 @@ struct Tensor::Impl {
     // stream, whose later work is ordered after the work queued with it.
     std::atomic<void *> last_stream{nullptr};
     Halide::Runtime::Buffer<float> buf;
+    // The tensor whose storage a batch_range view points into (kept alive
+    // by the view); null for a tensor that owns or wraps its storage.
+    std::shared_ptr<Impl> base;
 
     ~Impl() {
         if (device != Device::GPU) return;
@@ -99,7 +102,40 @@ Tensor TensorAccess::empty_on_stream(const Shape &shape, Device device, int devi
 }
 
 void TensorAccess::note_stream(const Tensor &t, void *stream) {
-    if (t.impl_ && t.impl_->device == Device::GPU) t.impl_->last_stream = stream;
+    if (!t.impl_ || t.impl_->device != Device::GPU) return;
+    // A view's storage goes back to the cache with its base tensor.
+    for (Tensor::Impl *impl = t.impl_.get(); impl; impl = impl->base.get()) {
+        impl->last_stream = stream;
+    }
+}
+
+void TensorAccess::copy_into(const Tensor &src, Tensor &dst) {
+    Tensor::Impl &from = src.checked("copy_into (source)");
+    Tensor::Impl &to = dst.checked("copy_into (destination)");
+    if (from.shape != to.shape) {
+        throw Error("copy_into: source of shape " + shape_string(from.shape) +
+                    " into a destination of shape " + shape_string(to.shape));
+    }
+    if (from.device == Device::CPU && to.device == Device::CPU) {
+        std::memcpy(to.buf.data(), from.buf.data(), src.numel() * sizeof(float));
+        return;
+    }
+    if (from.device == Device::GPU && to.device == Device::GPU &&
+        from.device_index != to.device_index) {
+        // Between two GPUs through the host, as Tensor::to does.
+        Tensor host = src.to(Device::CPU);
+        copy_into(host, dst);
+        return;
+    }
+    const int gpu = from.device == Device::GPU ? from.device_index : to.device_index;
+    cuda::Scope scope(gpu, nullptr, cuda::Scope::Unchecked{});
+    detail::install_halide_error_handler();
+    detail::check_halide(
+        halide_buffer_copy(nullptr, from.buf.raw_buffer(),
+                           to.device == Device::GPU ? cuda_interface() : nullptr, to.buf.raw_buffer()),
+        "copying a tensor of shape " + shape_string(from.shape) + " from " +
+            device_string(from.device, from.device_index) + " into one on " +
+            device_string(to.device, to.device_index));
 }
 
 }  // namespace detail
@@ -188,6 +224,37 @@ Tensor Tensor::to(Device device, int device_index) const {
 Tensor Tensor::clone() const {
     checked("Tensor::clone()");
     return to(device(), std::max(device_index(), 0));
+}
+
+Tensor Tensor::batch_range(int64_t begin, int64_t end) const {
+    Impl &src = checked("Tensor::batch_range()");
+    const int64_t batch = src.shape[0];
+    if (begin < 0 || end > batch || begin >= end) {
+        throw Error("batch_range(" + std::to_string(begin) + ", " + std::to_string(end) +
+                    "): needs 0 <= begin < end <= " + std::to_string(batch) +
+                    " for a tensor of shape " + shape_string(src.shape));
+    }
+    Shape shape = src.shape;
+    shape[0] = end - begin;
+    const int64_t offset = begin * (numel() / batch);  // elements before sample `begin`
+    auto impl = std::make_shared<Impl>();
+    impl->shape = shape;
+    impl->device = src.device;
+    impl->device_index = src.device_index;
+    impl->last_stream = src.last_stream.load();
+    // Views always point into the storage's owner, so that chains of views
+    // keep one tensor alive rather than a chain.
+    impl->base = src.base ? src.base : impl_;
+    if (src.device == Device::CPU) {
+        impl->buf = Halide::Runtime::Buffer<float>(src.buf.data() + offset, halide_sizes(shape));
+    } else {
+        impl->buf = Halide::Runtime::Buffer<float>(nullptr, halide_sizes(shape));
+        const uint64_t address = src.buf.raw_buffer()->device +
+                                 static_cast<uint64_t>(offset) * sizeof(float);
+        detail::check_halide(impl->buf.device_wrap_native(cuda_interface(), address),
+                             "batch_range of a GPU tensor of shape " + shape_string(src.shape));
+    }
+    return Tensor(impl);
 }
 
 std::vector<float> Tensor::to_vector() const {

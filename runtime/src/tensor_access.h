@@ -13,6 +13,9 @@ struct TensorAccess {
     // Records that work on `stream` used `t` (a GPU tensor): its storage,
     // when freed, goes back to the cache for that stream.
     static void note_stream(const Tensor &t, void *stream);
+    // Copies src's values into dst (same shape, either device), on the
+    // legacy default stream of the GPU side, like Tensor::to.
+    static void copy_into(const Tensor &src, Tensor &dst);
 };
 
 }  // namespace fusedconv::detail

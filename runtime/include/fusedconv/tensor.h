@@ -58,6 +58,11 @@ public:
     // synchronize such a stream first.
     Tensor to(Device device, int device_index = 0) const;
     Tensor clone() const;
+    // A view of samples [begin, end) along dim 0 (the batch), like PyTorch's
+    // t[begin:end]: it shares this tensor's storage (writes through either
+    // show in the other) and keeps it alive; nothing is copied. Throws Error
+    // naming the range and shape unless 0 <= begin < end <= shape()[0].
+    Tensor batch_range(int64_t begin, int64_t end) const;
     // All values, copied to a host vector (from either device).
     std::vector<float> to_vector() const;
     // Host pointer of a CPU tensor; throws Error for a GPU tensor.

@@ -1,0 +1,171 @@
+#include "fusedconv/sharded.h"
+
+#include "fusedconv/error.h"
+
+#include "tensor_access.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <thread>
+
+namespace fusedconv {
+
+namespace {
+
+std::string range_string(std::pair<int64_t, int64_t> r) {
+    return "[" + std::to_string(r.first) + ", " + std::to_string(r.second) + ")";
+}
+
+std::string where(const Model &m) { return device_string(m.device(), m.device_index()); }
+
+bool on_device_of(const Tensor &t, const Model &m) {
+    return t.device() == m.device() && t.device_index() == m.device_index();
+}
+
+// Storage shared between input and output: concurrent shards would read
+// what others have already written.
+bool overlapping(const Tensor &a, const Tensor &b) {
+    if (a.device() != b.device() || a.device_index() != b.device_index()) return false;
+    auto begin = [](const Tensor &t) {
+        return t.device() == Device::GPU ? reinterpret_cast<uintptr_t>(t.device_data())
+                                         : reinterpret_cast<uintptr_t>(t.data());
+    };
+    const uintptr_t a0 = begin(a), b0 = begin(b);
+    const uintptr_t a1 = a0 + static_cast<uintptr_t>(a.numel()) * sizeof(float);
+    const uintptr_t b1 = b0 + static_cast<uintptr_t>(b.numel()) * sizeof(float);
+    return a0 < b1 && b0 < a1;
+}
+
+// p83's dropout mask in training mode (0 < p < 1) is a function of the
+// element's index in the whole tensor: a shard starting past sample 0 would
+// draw another mask than the unsharded forward.
+void refuse_index_keyed_dropout(const Model &m, size_t index, std::pair<int64_t, int64_t> range) {
+    const auto *p83 = dynamic_cast<const Conv3dGroupNormMinClampDropout *>(&m);
+    if (!p83 || range.first == 0 || !p83->training()) return;
+    const float p = p83->dropout_p();
+    if (!(p > 0.0f && p < 1.0f)) return;  // keeps all or none: no index in it
+    throw Error("sharded_forward: replica " + std::to_string(index) + " (" + where(m) +
+                ", Conv3dGroupNormMinClampDropout) is in training mode with dropout p = " +
+                std::to_string(p) + ", whose mask is keyed on each element's index in the whole "
+                "batch: its shard " + range_string(range) +
+                " would draw a different mask than one forward; use one replica, or eval mode "
+                "(set_training(false))");
+}
+
+// One replica's shard: in place when the caller's tensors are on its device,
+// else through copies on it.
+void run_shard(Model &m, const Tensor &input, Tensor &output, std::pair<int64_t, int64_t> r) {
+    const Tensor in = input.batch_range(r.first, r.second);
+    Tensor out = output.batch_range(r.first, r.second);
+    const Tensor local_in =
+        on_device_of(in, m) ? in : in.to(m.device(), std::max(m.device_index(), 0));
+    if (on_device_of(out, m)) {
+        m.forward_into(local_in, out);
+        return;
+    }
+    const Tensor local_out = m.forward(local_in);
+    detail::TensorAccess::copy_into(local_out, out);
+}
+
+}  // namespace
+
+std::vector<std::pair<int64_t, int64_t>> shard_ranges(int64_t batch, int replicas) {
+    if (batch <= 0 || replicas <= 0) {
+        throw Error("shard_ranges: needs batch > 0 and replicas > 0, got batch " +
+                    std::to_string(batch) + " and " + std::to_string(replicas) + " replicas");
+    }
+    const int64_t shards = std::min<int64_t>(batch, replicas);
+    const int64_t base = batch / shards, extra = batch % shards;
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    int64_t begin = 0;
+    for (int64_t i = 0; i < shards; ++i) {
+        const int64_t end = begin + base + (i < extra ? 1 : 0);
+        ranges.emplace_back(begin, end);
+        begin = end;
+    }
+    return ranges;
+}
+
+void sharded_forward_into(const std::vector<Model *> &replicas, const Tensor &input,
+                          Tensor &output) {
+    if (replicas.empty()) throw Error("sharded_forward: the replica list is empty");
+    for (size_t i = 0; i < replicas.size(); ++i) {
+        if (!replicas[i]) throw Error("sharded_forward: replica " + std::to_string(i) + " is null");
+    }
+    if (!input.defined()) throw Error("sharded_forward: the input tensor is undefined");
+    if (!output.defined()) throw Error("sharded_forward: the output tensor is undefined");
+    const Shape expected = replicas[0]->output_shape(input.shape());
+    if (output.shape() != expected) {
+        throw Error("sharded_forward: output has shape " + shape_string(output.shape()) +
+                    ", expected " + shape_string(expected) + " for input shape " +
+                    shape_string(input.shape()));
+    }
+    if (overlapping(input, output)) {
+        throw Error("sharded_forward: output of shape " + shape_string(output.shape()) +
+                    " shares storage with the input of shape " + shape_string(input.shape()) +
+                    " (the models cannot run in place)");
+    }
+    if (replicas.size() > static_cast<size_t>(INT32_MAX)) {
+        throw Error("sharded_forward: " + std::to_string(replicas.size()) + " replicas is too many");
+    }
+    const auto ranges = shard_ranges(input.shape()[0], static_cast<int>(replicas.size()));
+    for (size_t i = 0; i < ranges.size(); ++i) refuse_index_keyed_dropout(*replicas[i], i, ranges[i]);
+
+    // One failure slot per shard, written only by its thread (read after join).
+    std::vector<std::string> failures(ranges.size());
+    auto shard = [&](size_t i) {
+        try {
+            run_shard(*replicas[i], input, output, ranges[i]);
+        } catch (const std::exception &e) {
+            failures[i] = e.what();
+            if (failures[i].empty()) failures[i] = "unknown error";
+        } catch (...) {
+            failures[i] = "unknown (non-standard) exception";
+        }
+    };
+    if (ranges.size() == 1) {
+        shard(0);  // nothing to overlap with: no thread
+    } else {
+        std::vector<std::thread> threads;
+        threads.reserve(ranges.size());
+        try {
+            for (size_t i = 0; i < ranges.size(); ++i) threads.emplace_back(shard, i);
+        } catch (const std::exception &e) {
+            // Nothing may be left running when we return.
+            for (std::thread &t : threads) t.join();
+            throw Error("sharded_forward: could not start the thread of replica " +
+                        std::to_string(threads.size()) + ": " + e.what());
+        }
+        for (std::thread &t : threads) t.join();
+    }
+
+    size_t failed = 0, first = ranges.size();
+    for (size_t i = 0; i < ranges.size(); ++i) {
+        if (failures[i].empty()) continue;
+        ++failed;
+        if (first == ranges.size()) first = i;
+    }
+    if (failed == 0) return;
+    std::string message = "sharded_forward: replica " + std::to_string(first) + " (" +
+                           where(*replicas[first]) + ") failed on samples " +
+                           range_string(ranges[first]) + ": " + failures[first];
+    if (failed > 1) {
+        message += " (and " + std::to_string(failed - 1) + " more replica" +
+                   (failed > 2 ? "s" : "") + " failed)";
+    }
+    throw Error(message);
+}
+
+Tensor sharded_forward(const std::vector<Model *> &replicas, const Tensor &input) {
+    if (replicas.empty()) throw Error("sharded_forward: the replica list is empty");
+    if (!replicas[0]) throw Error("sharded_forward: replica 0 is null");
+    if (!input.defined()) throw Error("sharded_forward: the input tensor is undefined");
+    Tensor output = Tensor::empty(replicas[0]->output_shape(input.shape()), input.device(),
+                                  std::max(input.device_index(), 0));
+    sharded_forward_into(replicas, input, output);
+    return output;
+}
+
+}  // namespace fusedconv
