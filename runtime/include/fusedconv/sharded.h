@@ -27,10 +27,14 @@
 // return before that work finishes (synchronize() before reading the output
 // from another stream; Tensor::to and to_vector already wait for it).
 //
-// Errors: bad arguments throw Error before any work; a replica whose shard
-// fails is reported as an Error naming the replica's index, device and
-// sample range (with the first failure's message); all threads are joined
-// before any return or throw.
+// Errors: bad arguments (no replicas, a null one, undefined tensors, an
+// output of the wrong shape or sharing the input's storage, p83's split
+// dropout) throw Error before any work. A replica whose shard fails (such as
+// one built with other in_channels) is reported as an Error naming the
+// replica's index, device and sample range, with the first failure's
+// message; the other shards still run, so the output's contents are then
+// unspecified. All threads are joined before any return or throw.
+// A single shard (one replica, or a batch of one) runs on the calling thread.
 #pragma once
 
 #include "fusedconv/models.h"
