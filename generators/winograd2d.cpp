@@ -13,6 +13,7 @@ ConvWinograd2D conv2d_winograd_2d(Func input, Func weight, Func bias, Expr kw, E
     const int T = kWinogradTile, K = kWinogradPoints;
     w.ux = Func(name + "_ux");
     w.u = Func(name + "_u");
+    w.ug = Func(name + "_ug");
     w.vx = Func(name + "_vx");
     w.v = Func(name + "_v");
     w.m = Func(name + "_m");
@@ -40,9 +41,15 @@ ConvWinograd2D conv2d_winograd_2d(Func input, Func weight, Func bias, Expr kw, E
     for (int q = 0; q < K; q++) col.push_back(w.vx(k, tx, T * ty + q, v.c, v.n));
     w.v(k, l, tx, ty, v.c, v.n) = mux(l, winograd_input_transform(col));
 
+    const int G = kWinograd2DPointGroup;
+    Var q("wq"), g("wg");
+    Expr point = G * g + q;
+    w.ug(q, v.c, g, v.z) = w.u(point % K, point / K, v.z, v.c);
+
     const RDom &r = w.r;
+    Expr kl = k + K * l;
     w.m(k, l, tx, ty, v.c, v.n) = 0.0f;
-    w.m(k, l, tx, ty, v.c, v.n) += w.u(k, l, r, v.c) * w.v(k, l, tx, ty, r, v.n);
+    w.m(k, l, tx, ty, v.c, v.n) += w.ug(kl % G, v.c, kl / G, r) * w.v(k, l, tx, ty, r, v.n);
 
     // out = AT m A: each row of m along x, then the columns along y.
     std::vector<Expr> mrow, mall, ocol;

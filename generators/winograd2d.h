@@ -5,7 +5,10 @@
 //   out = AT [ (G g GT) * (BT d B) ] A,
 // and the sum over input channels is taken in the transform domain,
 // m(k, l) = sum over ci of u(k, l) * v(k, l), so each output transform runs
-// once per tile and output channel. Each two-dimensional transform is the
+// once per tile and output channel. The sums read u regrouped as ug, the 36
+// points in 9 groups of 4 with the output channel between group and point:
+// a schedule can then store 4 points of consecutive channels together (one
+// vector load each, consecutive across threads of consecutive channels). Each two-dimensional transform is the
 // one-dimensional F(4, 3) transform (winograd.h) along x, then along y.
 //
 // Float32 error: the transforms' coefficients multiply along both axes
@@ -24,6 +27,9 @@
 
 namespace fusedconv::blocks {
 
+// Points per group of ConvWinograd2D::ug (36 = 9 groups of 4).
+constexpr int kWinograd2DPointGroup = 4;
+
 struct ConvWinograd2D {
     // Transform points along x and y, tiles along x and y, output in the tile.
     Var k{"wk"}, l{"wl"}, tx{"wtx"}, ty{"wty"}, i{"wi"}, j{"wj"};
@@ -31,6 +37,7 @@ struct ConvWinograd2D {
     Func weight;  // (kx, ky, ci, co): the weights, every index clamped
     Func ux;      // (k, ky, ci, co): G along x of each row of taps
     Func u;       // (k, l, ci, co): G g GT
+    Func ug;      // (q, co, g, ci): u of point k + 6 l = 4 g + q, in groups of 4 points
     Func vx;      // (k, tx, y, ci, n): BT along x of each input row of a tile
     Func v;       // (k, l, tx, ty, ci, n): BT d B
     Func m;       // (k, l, tx, ty, co, n): the transform-domain sums over r

@@ -5,32 +5,33 @@ namespace fusedconv::schedules {
 
 using namespace Halide;
 
-// ONE kernel; a block of kThreadsX x kThreadsY threads owns a tile of
-// kTilesX x kTilesY Winograd tiles (16 x 8 output pixels) of one sample.
-// It stages the transformed input v of the tile's every input channel in
-// shared memory once per round of output channels (Cin <= 16: 18 KB), then
-// each thread accumulates, over all input channels, the 36 transform-domain
-// sums of 2 tiles x 2 output channels in registers (144 sums; v read from
-// shared memory, u from global memory through L1), applies the output
-// transform and writes the round's conv values to shared memory; the
-// threads, now one per pixel, fold the round into the running channel min.
-// The direct form (other kernel sizes, Cin > 16, and the runtime's
-// recomputation of NaN tiles) uses the same threads: 2 channels x 8 x 4
-// pixels each, inputs and weights through L1.
-// Measured (H100, 2026-11-25, p25, gpu_winograd_dims=xy): 5.39 ms against
-// 3.40 for the form along x, so not the default; ncu: 255 registers, 64
-// threads a block, 4 blocks (8 warps) per SM, SM throughput 37%, 1.47 IPC;
-// per input channel a thread issues 144 FFMA against 72 scalar loads of u
-// and 18 LDS.128 of v (schedules/NOTES.md).
+// The Winograd kernel: a block of kThreadsX x kThreadsY x kThreadsZ
+// threads owns kTilesX x kTilesY Winograd tiles (16 x 8 output pixels) of
+// one sample. It stages the transformed input v of every input channel of
+// its tiles in shared memory once (Cin <= 16: 18 KB); then, per round of 32
+// output channels, each thread accumulates over the input channels the 36
+// transform-domain sums of 4 tiles x 1 output channel in registers (per
+// input channel 144 FFMA, 36 LDS.128 of v, 9 LDG.128 of u through L1),
+// applies the output transform and writes its conv values to shared memory,
+// where the threads, one per pixel, fold the round into the running channel
+// min. The direct form (other kernel sizes, Cin > 16, and the runtime's
+// recomputation of NaN tiles) is a second kernel (out is specialized) with
+// the same threads: 1 channel x 16 x 4 pixels each, inputs and weights
+// through L1.
+// Measured (H200, 2026-11-25, p25): 3.17 ms against 3.39-3.40 for the form
+// along x; ncu: 240 registers, 4 blocks (8 warps) per SM by registers and
+// shared memory alike, SM throughput 40%, L1 71% busy; stalls per issue:
+// global loads 1.45, shared loads 0.91, fixed latency 0.76
+// (schedules/NOTES.md).
 namespace {
 constexpr int kTile = 4, kPoints = 6;
 constexpr int kTilesX = 4, kTilesY = 2;             // tiles per block
-constexpr int kTilesPerThread = 2, kChannelsPerThread = 2;
+constexpr int kTilesPerThread = 4, kChannelsPerThread = 1;
 // Threads: channel groups x tile groups along x x tile groups along y (a
 // thread shape of three dimensions: Halide fuses every nest of the kernel
 // into one shape, and a fused tile index would lose the bounds of each
 // thread's tiles).
-constexpr int kThreadsX = 16, kThreadsY = kTilesX / kTilesPerThread, kThreadsZ = kTilesY;
+constexpr int kThreadsX = 32, kThreadsY = kTilesX / kTilesPerThread, kThreadsZ = kTilesY;
 constexpr int kRound = kThreadsX * kChannelsPerThread;  // channels per round
 constexpr int kThreads = kThreadsX * kThreadsY * kThreadsZ;
 }  // namespace
@@ -55,6 +56,9 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &) {
         .unroll(pixo)
         .gpu_threads(pa, pb, pc)
         .gpu_blocks(xo, yo, v.n);
+    // Two kernels, so that v is staged (below, once per block) only where
+    // the Winograd form runs, and the direct form gets its own registers.
+    out.specialize(p.use_winograd);
 
     // Running channel min of the block's pixels, in shared memory.
     Func mn = p.min_channels.f;
@@ -72,8 +76,9 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &) {
 
     // One round of kRound channels' conv values, in shared memory, channels
     // innermost and padded to kRound + 1 words (the fold reads one channel
-    // of consecutive pixels). Thread (pa, pb, pc): channels 2 pa, 2 pa + 1
-    // of the round, tiles (2 pb, pc) and (2 pb + 1, pc) of the block.
+    // of consecutive pixels). Thread (pa, pb, pc): channel pa of the round
+    // (lanes on consecutive channels: their u loads are contiguous), tiles
+    // (4 pb .. 4 pb + 3, pc) of the block.
     Var co("co"), cr("cr"), cc("cc"), tx("tx"), i("i"), j("j"), tt("tt"), tp("tp");
     Func round = p.conv_value;
     round.compute_at(mn, rk)
@@ -96,7 +101,10 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &) {
         .gpu_threads(pa, pb, pc);
     round.specialize(p.use_winograd);
 
-    // Winograd: per thread 2 tiles x 2 channels x 36 sums in registers.
+    // Winograd: per thread 4 tiles x 1 channel x 36 sums in registers; the
+    // points fused and read 4 at a time (vector loads of u and v); input
+    // channels unrolled by 2, so the next channel's loads can be issued
+    // while this one's FMAs run.
     w.m.compute_at(round, pa)
         .store_in(MemoryType::Register)
         .bound_extent(w.k, kPoints)
@@ -107,17 +115,24 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &) {
         .unroll(w.tx)
         .unroll(w.ty)
         .unroll(v.c);
+    Var kl("kl"), klo("klo"), kli("kli");
+    RVar rro("rro"), rri("rri");
     w.m.update()
         .reorder(w.k, w.l, w.tx, w.ty, v.c, w.r, v.n)
-        .unroll(w.k)
-        .unroll(w.l)
+        .fuse(w.k, w.l, kl)
+        .split(kl, klo, kli, blocks::kWinograd2DPointGroup)
+        .vectorize(kli)
+        .unroll(klo)
         .unroll(w.tx)
         .unroll(w.ty)
-        .unroll(v.c);
-    // v: every input channel's transformed tiles, a thread per (tile,
-    // channel), its 36 points consecutive (vector loads in the sums).
+        .unroll(v.c)
+        .split(w.r, rro, rri, 2, TailStrategy::GuardWithIf)
+        .unroll(rri);
+    // v: every input channel's transformed tiles, once per block, a thread
+    // per (tile, channel), its 36 points consecutive (vector loads in the
+    // sums).
     Var item("item");
-    w.v.compute_at(round, co)
+    w.v.compute_at(out, xo)
         .store_in(MemoryType::GPUShared)
         .bound_extent(w.k, kPoints)
         .bound_extent(w.l, kPoints)
@@ -131,20 +146,22 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &) {
         .unroll(w.k)
         .unroll(w.l)
         .gpu_threads(pa, pb, pc);
-    // u = G g GT once per call by a small kernel, channels innermost: the
-    // threads of a warp read consecutive output channels.
+    // u = G g GT once per call by a small kernel, stored as ug: 4 points of
+    // consecutive output channels together, so a thread's 36 points of one
+    // channel are 9 vector loads and a warp's lanes read consecutive 16-byte
+    // pieces.
     Var zc("zc"), zcb("zcb"), zct("zct");
-    w.u.compute_root()
-        .bound(w.k, 0, kPoints)
-        .bound(w.l, 0, kPoints)
-        .reorder_storage(v.c, w.k, w.l, v.z)
-        .reorder(w.k, w.l, v.z, v.c)
-        .unroll(w.k)
-        .unroll(w.l)
+    Var q = w.ug.args()[0], g = w.ug.args()[2];
+    w.ug.compute_root()
+        .bound(q, 0, blocks::kWinograd2DPointGroup)
+        .bound(g, 0, kPoints * kPoints / blocks::kWinograd2DPointGroup)
+        .reorder(q, g, v.z, v.c)
+        .unroll(q)
+        .unroll(g)
         .fuse(v.z, v.c, zc)
         .gpu_tile(zc, zcb, zct, 64, TailStrategy::GuardWithIf);
 
-    // Direct form: per thread 2 channels x 8 x 4 pixels in registers.
+    // Direct form: per thread 1 channel x 16 x 4 pixels in registers.
     Func conv = p.conv.f;
     conv.compute_at(round, pa)
         .store_in(MemoryType::Register)

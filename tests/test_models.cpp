@@ -98,6 +98,9 @@ struct Conv2dCase {
 const Conv2dCase kConv2dCases[] = {
     {{1, 3, 7, 9}, 24, 3},  {{3, 1, 6, 5}, 5, 2},     {{1, 5, 6, 11}, 1, 1},
     {{2, 2, 9, 8}, 5, 5},   {{3, 4, 37, 45}, 24, 3},  {{1, 16, 3, 3}, 5, 3},
+    // 17 input channels: on the GPU the Winograd form along x (16 or fewer
+    // take F(4x4, 3x3); runtime/src/nan_check.h).
+    {{2, 17, 10, 9}, 6, 3},
 };
 
 class P32 : public OnDevice {};

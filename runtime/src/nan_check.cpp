@@ -24,6 +24,10 @@ bool winograd_applies(const Tensor &weight) {
     return weight.shape()[2] == 3 && weight.shape()[3] == 3;
 }
 
+bool winograd2d_applies(const Tensor &weight) {
+    return winograd_applies(weight) && weight.shape()[1] <= kWinograd2DMaxInChannels;
+}
+
 std::vector<bool> nan_per_sample(const Tensor &t) {
     require_4d(t, "NaN check");
     Halide::Runtime::Buffer<int32_t> counts(static_cast<int>(t.shape()[0]));

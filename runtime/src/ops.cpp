@@ -14,8 +14,10 @@
 #include "p24_cuda.h"
 #include "p25_cpu.h"
 #include "p25_cuda.h"
+#include "p25_xy_cuda.h"
 #include "p32_cpu.h"
 #include "p32_cuda.h"
+#include "p32_xy_cuda.h"
 #include "p83_cpu.h"
 #include "p83_cuda.h"
 
@@ -268,8 +270,9 @@ void p25_run(const char *who, const Tensor &input, const Tensor &weight, const T
     args.check_output(output, out);
     args.run(options, kAllocatesAndWaits, [&](bool gpu) {
         const std::string what = what_call(who, input);
+        auto cuda = winograd2d_applies(weight) ? fusedconv_p25_xy_cuda : fusedconv_p25_cuda;
         auto run = [&](bool winograd, halide_buffer_t *in, halide_buffer_t *o) {
-            auto fn = gpu ? fusedconv_p25_cuda : fusedconv_p25_cpu;
+            auto fn = gpu ? cuda : fusedconv_p25_cpu;
             check_halide(fn(in, weight.raw(), bias.raw(), winograd, o), what);
         };
         run_winograd_or_direct(winograd_applies(weight), input, output, run);
@@ -286,8 +289,9 @@ void p32_run(const char *who, const Tensor &input, const Tensor &weight, const T
     args.check_output(output, out);
     args.run(options, kAllocatesAndWaits, [&](bool gpu) {
         const std::string what = what_call(who, input);
+        auto cuda = winograd2d_applies(weight) ? fusedconv_p32_xy_cuda : fusedconv_p32_cuda;
         auto run = [&](bool winograd, halide_buffer_t *in, halide_buffer_t *o) {
-            auto fn = gpu ? fusedconv_p32_cuda : fusedconv_p32_cpu;
+            auto fn = gpu ? cuda : fusedconv_p32_cpu;
             check_halide(fn(in, weight.raw(), bias.raw(), scale_factor, winograd, o), what);
         };
         run_winograd_or_direct(winograd_applies(weight), input, output, run);
