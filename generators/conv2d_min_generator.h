@@ -13,14 +13,15 @@
 namespace fusedconv {
 
 // output(x, y, 1, n) = the pipeline's result, which the schedule then
-// computes. Winograd tiles start at multiples of 4 from output column 0: the
-// runtime's buffers always start at 0, and saying so lets the schedules
-// fold the tile arithmetic.
+// computes. Winograd tiles start at multiples of 4 from output column and
+// row 0: the runtime's buffers always start at 0, and saying so lets the
+// schedules fold the tile arithmetic.
 template <typename OutputBuffer>
 void bind_conv2d_min_output(Conv2dMinPipeline &p, OutputBuffer &output) {
     blocks::V v;
     output(v.x, v.y, v.c, v.n) = p.output(v.x, v.y, v.c, v.n);
     output.dim(0).set_min(0);
+    output.dim(1).set_min(0);
     p.output = output;
 }
 

@@ -46,16 +46,17 @@ ConvWinograd2D conv2d_winograd_2d(Func input, Func weight, Func bias, Expr kw, E
     Expr point = G * g + q;
     w.ug(q, v.c, g, v.z) = w.u(point % K, point / K, v.z, v.c);
 
+    // The sums over input channels, point by point (point = k + 6 l).
     const RDom &r = w.r;
-    Expr kl = k + K * l;
-    w.m(k, l, tx, ty, v.c, v.n) = 0.0f;
-    w.m(k, l, tx, ty, v.c, v.n) += w.ug(kl % G, v.c, kl / G, r) * w.v(k, l, tx, ty, r, v.n);
+    const Var &pt = w.p;
+    w.m(pt, tx, ty, v.c, v.n) = 0.0f;
+    w.m(pt, tx, ty, v.c, v.n) += w.ug(pt % G, v.c, pt / G, r) * w.v(pt % K, pt / K, tx, ty, r, v.n);
 
     // out = AT m A: each row of m along x, then the columns along y.
     std::vector<Expr> mrow, mall, ocol;
     for (int q = 0; q < K; q++) {
-        mrow.push_back(w.m(q, l, tx, ty, v.c, v.n));
-        for (int p = 0; p < K; p++) mall.push_back(w.m(p, q, tx, ty, v.c, v.n));
+        mrow.push_back(w.m(q + K * l, tx, ty, v.c, v.n));
+        for (int p = 0; p < K; p++) mall.push_back(w.m(p + K * q, tx, ty, v.c, v.n));
     }
     w.ox(i, l, tx, ty, v.c, v.n) = mux(i, winograd_output_transform(mrow));
     for (int q = 0; q < K; q++) ocol.push_back(w.ox(i, q, tx, ty, v.c, v.n));

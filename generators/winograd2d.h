@@ -32,7 +32,7 @@ constexpr int kWinograd2DPointGroup = 4;
 
 struct ConvWinograd2D {
     // Transform points along x and y, tiles along x and y, output in the tile.
-    Var k{"wk"}, l{"wl"}, tx{"wtx"}, ty{"wty"}, i{"wi"}, j{"wj"};
+    Var k{"wk"}, l{"wl"}, tx{"wtx"}, ty{"wty"}, i{"wi"}, j{"wj"}, p{"wp"};
     Func source;  // (x, y, ci, n): the input, edge-clamped as in blocks::conv2d
     Func weight;  // (kx, ky, ci, co): the weights, every index clamped
     Func ux;      // (k, ky, ci, co): G along x of each row of taps
@@ -40,7 +40,7 @@ struct ConvWinograd2D {
     Func ug;      // (q, co, g, ci): u of point k + 6 l = 4 g + q, in groups of 4 points
     Func vx;      // (k, tx, y, ci, n): BT along x of each input row of a tile
     Func v;       // (k, l, tx, ty, ci, n): BT d B
-    Func m;       // (k, l, tx, ty, co, n): the transform-domain sums over r
+    Func m;       // (p, tx, ty, co, n): the transform-domain sums over r at point p = k + 6 l
     RDom r;       // ci
     Func ox;      // (i, l, tx, ty, co, n): AT along x of each row of m
     Func poison;  // (tx, ty, co, n): 0, or NaN for a tile to recompute

@@ -107,22 +107,19 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &) {
     // while this one's FMAs run.
     w.m.compute_at(round, pa)
         .store_in(MemoryType::Register)
-        .bound_extent(w.k, kPoints)
-        .bound_extent(w.l, kPoints)
-        .reorder(w.k, w.l, w.tx, w.ty, v.c, v.n)
-        .unroll(w.k)
-        .unroll(w.l)
+        .bound_extent(w.p, kPoints * kPoints)
+        .reorder(w.p, w.tx, w.ty, v.c, v.n)
+        .unroll(w.p)
         .unroll(w.tx)
         .unroll(w.ty)
         .unroll(v.c);
-    Var kl("kl"), klo("klo"), kli("kli");
+    Var po("po"), pi("pi");
     RVar rro("rro"), rri("rri");
     w.m.update()
-        .reorder(w.k, w.l, w.tx, w.ty, v.c, w.r, v.n)
-        .fuse(w.k, w.l, kl)
-        .split(kl, klo, kli, blocks::kWinograd2DPointGroup)
-        .vectorize(kli)
-        .unroll(klo)
+        .reorder(w.p, w.tx, w.ty, v.c, w.r, v.n)
+        .split(w.p, po, pi, blocks::kWinograd2DPointGroup)
+        .vectorize(pi)
+        .unroll(po)
         .unroll(w.tx)
         .unroll(w.ty)
         .unroll(v.c)
