@@ -46,7 +46,7 @@ def render(records):
         "",
         "Measured %s from commit %s by `bench/run_scaling.sh`; samples/s is the batch over the "
         "median time of one whole-batch forward (data movement included), efficiency = samples/s "
-        "with n GPUs / (n x samples/s with 1 GPU of the same system)."
+        "with n GPUs / (n x samples/s with 1 GPU of the same system; n/a without that run)."
         % (" to ".join([dates[0], dates[-1]]) if len(dates) > 1 else dates[0], ", ".join(commits)),
         "",
         "| model | system | GPUs | batch | median ms | samples/s | efficiency |",
@@ -54,9 +54,10 @@ def render(records):
     ]
     for r in records:
         flag = "" if r.get("bit_identical_to_1", True) else " (output differs from 1 GPU!)"
-        lines.append("| %s | %s | %d | %d | %.3f | %s | %.2f%s |" % (
+        eff = "n/a" if r["efficiency"] is None else "%.2f" % float(r["efficiency"])
+        lines.append("| %s | %s | %d | %d | %.3f | %s | %s%s |" % (
             r["problem"], r["system"], int(r["devices"]), int(r["batch"]), 1e3 * float(r["median_s"]),
-            _fmt_rate(float(r["samples_per_s"])), float(r["efficiency"]), flag))
+            _fmt_rate(float(r["samples_per_s"])), eff, flag))
     lines.append("")
     for system in sorted({str(r["system"]) for r in records}):
         lines.append("- `%s`: %s." % (system, DATA.get(system, "see bench/README.md")))

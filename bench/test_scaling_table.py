@@ -24,6 +24,7 @@ def record(problem, system, n, seconds, efficiency, **extra):
 
 RECORDS = [
     record("p25", "torchrun", 2, 0.010, 0.8),
+    record("p32", "torchrun", 4, 0.010, None),
     record("p24", "halide-sharded", 2, 0.004, 0.75),
     record("p24", "halide-sharded", 1, 0.006, 1.0),
     record("p24", "torchrun", 1, 0.0002, 1.0),
@@ -40,6 +41,7 @@ class Render(unittest.TestCase):
             "| p24 | halide-sharded | 2 | 64 | 4.000 | 16,000 | 0.75 |",
             "| p24 | torchrun | 1 | 64 | 0.200 | 320,000 | 1.00 |",
             "| p25 | torchrun | 2 | 64 | 10.000 | 6,400 | 0.80 |",
+            "| p32 | torchrun | 4 | 64 | 10.000 | 6,400 | n/a |",
             "| p83 | halide-sharded | 8 | 64 | 500.000 | 128.0 | 0.50 (output differs from 1 GPU!) |",
         ])
         self.assertIn("# Data-parallel scaling: NVIDIA H200", text)
