@@ -8,6 +8,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 namespace fusedconv::bench {
 
@@ -29,7 +30,10 @@ std::string device_slug(const std::string &device_name) {
 static bool same_key(const json &a, const json &b) {
     return a.value("problem", "") == b.value("problem", "") &&
            a.value("system", "") == b.value("system", "") &&
-           a.value("shape", json()) == b.value("shape", json());
+           a.value("shape", json()) == b.value("shape", json()) &&
+           // The scaling files (bench/scaling_main.cpp) hold one record per
+           // replica count; the other files have no "devices" key.
+           a.value("devices", json()) == b.value("devices", json());
 }
 
 json merge_records(const json &existing, const std::vector<json> &records) {
@@ -41,8 +45,8 @@ json merge_records(const json &existing, const std::vector<json> &records) {
     }
     for (const json &r : records) out.push_back(r);
     std::stable_sort(out.begin(), out.end(), [](const json &a, const json &b) {
-        return std::make_pair(a.value("problem", ""), a.value("system", "")) <
-               std::make_pair(b.value("problem", ""), b.value("system", ""));
+        return std::make_tuple(a.value("problem", ""), a.value("system", ""), a.value("devices", 0)) <
+               std::make_tuple(b.value("problem", ""), b.value("system", ""), b.value("devices", 0));
     });
     return out;
 }

@@ -1,7 +1,8 @@
 // The shared results file bench/results/<device slug>.json: a list of
 // records {problem, system, shape, median_ms, min_ms, max_abs_err_vs_fp64,
 // peak_device_mem_mb, device, date, commit, ...}. Writers merge: records with
-// the same (problem, system, shape) are replaced. bench/results_io.py does
+// the same (problem, system, shape, devices) are replaced ("devices": the
+// replica count of bench/results/scaling-<slug>.json; absent elsewhere). bench/results_io.py does
 // the same for the Python side.
 #pragma once
 
@@ -14,7 +15,7 @@ namespace fusedconv::bench {
 
 // "NVIDIA H200" -> "nvidia-h200": lowercase, runs of other characters -> '-'.
 std::string device_slug(const std::string &device_name);
-// Merges `records` into `existing` by the rule above; sorted by (problem, system).
+// Merges `records` into `existing` by the rule above; sorted by (problem, system, devices).
 nlohmann::json merge_records(const nlohmann::json &existing, const std::vector<nlohmann::json> &records);
 // The records of `path`: a missing file is an empty list; a file that is not
 // a JSON list (or not a regular file) is an Error naming it. The harness

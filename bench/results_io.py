@@ -4,10 +4,13 @@ The file is a JSON list of records. Each record has at least
 problem, system, shape, median_ms, min_ms, max_abs_err_vs_fp64,
 peak_device_mem_mb, device, date and commit; extra keys are kept as they are.
 
+The scaling files (bench/results/scaling-<slug>.json: fusedconv_scaling, torch_scaling.py)
+hold SCALING_KEYS instead, one record per replica count ("devices").
+
 Writers merge: the existing list is loaded (when the file exists), records with
-the same (problem, system, shape) as a new one are dropped, the new ones are
+the same (problem, system, shape, devices) as a new one are dropped, the new ones are
 appended, and the list is written back sorted by (problem, system) with
-indent=1. The C++ harness (bench/fusedconv_bench) follows the same rule.
+indent=1 (then devices). The C++ harnesses (bench/results.cpp) follow the same rule.
 
 Standard library only: report.py imports this on machines without torch.
 """
@@ -30,6 +33,21 @@ REQUIRED_KEYS = (
     "max_abs_err_vs_fp64",
     "peak_device_mem_mb",
     "device",
+    "date",
+    "commit",
+)
+
+SCALING_KEYS = (
+    "problem",
+    "system",
+    "devices",
+    "shape",
+    "batch",
+    "median_s",
+    "samples_per_s",
+    "efficiency",
+    "device",
+    "gpu_count",
     "date",
     "commit",
 )
@@ -74,7 +92,7 @@ def _shape_key(shape):
 
 
 def record_key(rec):
-    return (rec.get("problem"), rec.get("system"), _shape_key(rec.get("shape")))
+    return (rec.get("problem"), rec.get("system"), _shape_key(rec.get("shape")), rec.get("devices"))
 
 
 def load(path):
@@ -89,11 +107,12 @@ def load(path):
 
 
 def _sort_key(rec):
-    return (str(rec.get("problem", "")), str(rec.get("system", "")))
+    return (str(rec.get("problem", "")), str(rec.get("system", "")), int(rec.get("devices", 0)))
 
 
 def merge(existing, new):
-    """existing minus records keyed like one in new, plus new, sorted (stable) by (problem, system)."""
+    """existing minus records keyed like one in new, plus new, sorted (stable) by (problem, system,
+    devices)."""
     new = list(new)
     new_keys = {record_key(r) for r in new}
     kept = [r for r in existing if record_key(r) not in new_keys]
@@ -106,17 +125,18 @@ def merge(existing, new):
     return merged
 
 
-def validate(rec):
-    missing = [k for k in REQUIRED_KEYS if k not in rec]
+def validate(rec, required=REQUIRED_KEYS):
+    missing = [k for k in required if k not in rec]
     if missing:
         raise ValueError("record %r lacks %s" % (record_key(rec), ", ".join(missing)))
 
 
-def merge_into(path, records):
-    """Merges records into the file at path (created with its folder if absent); returns the merged list."""
+def merge_into(path, records, required=REQUIRED_KEYS):
+    """Merges records (each with the keys in required) into the file at path (created with its
+    folder if absent); returns the merged list."""
     records = list(records)
     for r in records:
-        validate(r)
+        validate(r, required)
         if r.get("shape") is not None:
             r["shape"] = [int(d) for d in r["shape"]]
     merged = merge(load(path), records)
