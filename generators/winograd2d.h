@@ -5,11 +5,13 @@
 //   out = AT [ (G g GT) * (BT d B) ] A,
 // and the sum over input channels is taken in the transform domain,
 // m(k, l) = sum over ci of u(k, l) * v(k, l), so each output transform runs
-// once per tile and output channel. The sums read u regrouped as ug, the 36
-// points in 9 groups of 4 with the output channel between group and point:
-// a schedule can then store 4 points of consecutive channels together (one
-// vector load each, consecutive across threads of consecutive channels). Each two-dimensional transform is the
-// one-dimensional F(4, 3) transform (winograd.h) along x, then along y.
+// once per tile and output channel. The sums are indexed by one point
+// p = k + 6 l and read u regrouped as ug, the 36 points in 9 groups of 4
+// with the output channel between group and point: a schedule can then
+// store 4 points of consecutive channels together (one vector load each,
+// consecutive across threads of consecutive channels). Each two-dimensional
+// transform is the one-dimensional F(4, 3) transform (winograd.h) along x,
+// then along y.
 //
 // Float32 error: the transforms' coefficients multiply along both axes
 // (up to 8 x 8 in AT), so rounding grows more than in the form along x;

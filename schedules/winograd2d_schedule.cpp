@@ -18,8 +18,8 @@ using namespace Halide;
 // recomputation of NaN tiles) is a second kernel (out is specialized) with
 // the same threads: 1 channel x 16 x 4 pixels each, inputs and weights
 // through L1.
-// Measured (H200, 2026-11-25, p25): 3.17 ms against 3.39-3.40 for the form
-// along x; ncu: 240 registers, 4 blocks (8 warps) per SM by registers and
+// Measured (H200, 2026-11-25, p25): 3.14-3.17 ms against 3.39-3.40 for the
+// form along x (H100: 3.15 against 3.40); ncu: 240 registers, 4 blocks (8 warps) per SM by registers and
 // shared memory alike, SM throughput 40%, L1 71% busy; stalls per issue:
 // global loads 1.45, shared loads 0.91, fixed latency 0.76
 // (schedules/NOTES.md).
@@ -102,7 +102,7 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &) {
     round.specialize(p.use_winograd);
 
     // Winograd: per thread 4 tiles x 1 channel x 36 sums in registers; the
-    // points fused and read 4 at a time (vector loads of u and v); input
+    // points read 4 at a time (vector loads of u and v); input
     // channels unrolled by 2, so the next channel's loads can be issued
     // while this one's FMAs run.
     w.m.compute_at(round, pa)
