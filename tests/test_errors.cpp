@@ -15,7 +15,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <climits>
+#include <cstdlib>
 #include <cstdint>
 #include <functional>
 #include <iostream>
@@ -73,6 +76,35 @@ TEST(TensorErrors, ShapesPastHalidesIndexingAreRefusedWithoutOverflow) {
         EXPECT_TRUE(throws_error([&] { Tensor::wrap_device(&dummy, s); },
                                  {shape_string(s), "32-bit"}));
     }
+}
+
+// A host allocation that fails is an Error naming the shape, not a crash:
+// in a child process whose data segment is capped at 1 GiB, a 2 GiB tensor.
+// AddressSanitizer reserves its own memory in ways the cap breaks, so the
+// sanitizer build skips this test.
+[[noreturn]] void allocate_past_a_capped_data_segment() {
+    const rlim_t cap = rlim_t{1} << 30;
+    rlimit limit{};
+    limit.rlim_cur = limit.rlim_max = cap;
+    if (setrlimit(RLIMIT_DATA, &limit) != 0) std::exit(3);
+    try {
+        Tensor::empty({kMaxElements});
+    } catch (const Error &e) {
+        std::cerr << e.what() << std::endl;
+        std::exit(0);
+    }
+    std::exit(2);
+}
+
+TEST(TensorErrors, HostAllocationFailureIsAnError) {
+#if defined(__SANITIZE_ADDRESS__)
+    GTEST_SKIP() << "AddressSanitizer build: a capped data segment breaks its allocator";
+#else
+    EXPECT_EXIT(allocate_past_a_capped_data_segment(), ::testing::ExitedWithCode(0),
+                "allocating a CPU tensor of shape \\(" + std::to_string(kMaxElements) +
+                    ",\\) \\(" + std::to_string(kMaxElements * 4) +
+                    " bytes\\): out of host memory");
+#endif
 }
 
 TEST(TensorErrors, FromVectorAndNullPointers) {

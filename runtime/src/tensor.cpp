@@ -12,8 +12,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <sstream>
 
 namespace fusedconv {
@@ -52,6 +54,13 @@ void validate_shape(const Shape &shape) {
     }
 }
 
+// malloc that throws std::bad_alloc instead of returning null.
+void *host_allocate(size_t bytes) {
+    void *p = std::malloc(bytes);
+    if (!p) throw std::bad_alloc();
+    return p;
+}
+
 // Halide lists dimensions innermost first: PyTorch's shape reversed.
 std::vector<int> halide_sizes(const Shape &shape) {
     return std::vector<int>(shape.rbegin(), shape.rend());
@@ -87,7 +96,17 @@ Tensor TensorAccess::empty_on_stream(const Shape &shape, Device device, int devi
     impl->shape = shape;
     impl->device = device;
     if (device == Device::CPU) {
-        impl->buf = Halide::Runtime::Buffer<float>(halide_sizes(shape));
+        // Halide's Buffer writes its allocation header without checking
+        // what malloc returned; allocating through host_allocate turns a
+        // failed malloc into an Error instead of a crash.
+        impl->buf = Halide::Runtime::Buffer<float>(nullptr, halide_sizes(shape));
+        try {
+            impl->buf.allocate(host_allocate, std::free);
+        } catch (const std::bad_alloc &) {
+            throw Error("allocating a CPU tensor of shape " + shape_string(shape) + " (" +
+                        std::to_string(detail::bounded_numel(shape) * int64_t(sizeof(float))) +
+                        " bytes): out of host memory");
+        }
     } else {
         const halide_device_interface_t *iface = cuda_interface();
         const std::string what = "allocating a GPU tensor of shape " + shape_string(shape);
