@@ -20,7 +20,7 @@ P24Pipeline build_p24(Func input, Func weight, Func bias, Expr in_w, Expr in_h, 
 
 static Conv2dMinPipeline conv2d_min(Func input, Func weight, Func bias, Expr in_w, Expr in_h,
                                     Expr kw, Expr kh, Expr cin, Expr cout, Expr winograd,
-                                    WinogradDims dims) {
+                                    WinogradForm wf) {
     V v;
     Conv2dMinPipeline p;
     p.kw = kw, p.kh = kh, p.cin = cin, p.cout = cout;
@@ -35,27 +35,27 @@ static Conv2dMinPipeline conv2d_min(Func input, Func weight, Func bias, Expr in_
     // Square 3x3 kernels only (the models' kernels are square): a constant
     // tap count lets the schedule give the form's staging constant sizes.
     p.use_winograd = winograd && kw == kWinogradTaps && kh == kWinogradTaps;
-    p.dims = dims;
-    Func form;
-    if (dims == WinogradDims::XY) {
+    p.form = wf;
+    Func chosen;
+    if (wf.dims == WinogradDims::XY) {
         p.winograd2d = conv2d_winograd_2d(input, weight, bias, kw, kh, cin, cout, in_w, in_h);
-        p.use_winograd = p.use_winograd && cin <= kWinograd2DMaxCin;
-        form = p.winograd2d.f;
+        p.use_winograd = p.use_winograd && cin <= wf.max_cin_2d;
+        chosen = p.winograd2d.f;
     } else {
         p.winograd = conv2d_winograd_x(input, weight, bias, kw, kh, cin, cout, in_w, in_h);
-        form = p.winograd.f;
+        chosen = p.winograd.f;
     }
     p.conv_value(v.x, v.y, v.c, v.n) =
-        select(p.use_winograd, form(v.x, v.y, v.c, v.n), p.conv.f(v.x, v.y, v.c, v.n));
+        select(p.use_winograd, chosen(v.x, v.y, v.c, v.n), p.conv.f(v.x, v.y, v.c, v.n));
     return p;
 }
 
 Conv2dMinPipeline build_p32(Func input, Func weight, Func bias, Expr in_w, Expr in_h, Expr scale,
                             Expr kw, Expr kh, Expr cin, Expr cout, Expr winograd,
-                            WinogradDims dims) {
+                            WinogradForm form) {
     V v;
     Conv2dMinPipeline p =
-        conv2d_min(input, weight, bias, in_w, in_h, kw, kh, cin, cout, winograd, dims);
+        conv2d_min(input, weight, bias, in_w, in_h, kw, kh, cin, cout, winograd, form);
     Func scaled("scaled");
     scaled(v.x, v.y, v.c, v.n) = p.conv_value(v.x, v.y, v.c, v.n) * scale;
     p.min_channels = min_over_channels(scaled, cout);
@@ -65,10 +65,10 @@ Conv2dMinPipeline build_p32(Func input, Func weight, Func bias, Expr in_w, Expr 
 }
 
 Conv2dMinPipeline build_p25(Func input, Func weight, Func bias, Expr in_w, Expr in_h, Expr kw,
-                            Expr kh, Expr cin, Expr cout, Expr winograd, WinogradDims dims) {
+                            Expr kh, Expr cin, Expr cout, Expr winograd, WinogradForm form) {
     V v;
     Conv2dMinPipeline p =
-        conv2d_min(input, weight, bias, in_w, in_h, kw, kh, cin, cout, winograd, dims);
+        conv2d_min(input, weight, bias, in_w, in_h, kw, kh, cin, cout, winograd, form);
     p.min_channels = min_over_channels(p.conv_value, cout);
     p.output = Func("p25_out");
     p.output(v.x, v.y, v.c, v.n) = tanh(tanh(p.min_channels.f(v.x, v.y, v.n)));

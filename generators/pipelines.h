@@ -33,16 +33,19 @@ P24Pipeline build_p24(Halide::Func input, Halide::Func weight, Halide::Func bias
 // `winograd` the Winograd Funcs are left undefined and use_winograd is false.
 // Which Winograd form a build holds for 3x3 kernels: along x (F(4, 3),
 // winograd.h) or in both dimensions (F(4x4, 3x3), winograd2d.h, for at
-// most kWinograd2DMaxCin input channels: its schedule stages the
-// transformed input of every channel at once).
+// most max_cin_2d input channels: its schedule stages the transformed input
+// of every channel at once; more channels take the direct form).
 enum class WinogradDims { X, XY };
-constexpr int kWinograd2DMaxCin = 16;
+struct WinogradForm {
+    WinogradDims dims = WinogradDims::X;
+    int max_cin_2d = 16;
+};
 
 struct Conv2dMinPipeline {
     blocks::Conv conv;
-    WinogradDims dims = WinogradDims::X;
-    blocks::ConvWinogradX winograd;      // defined when dims is X
-    blocks::ConvWinograd2D winograd2d;   // defined when dims is XY
+    WinogradForm form;
+    blocks::ConvWinogradX winograd;      // defined when form.dims is X
+    blocks::ConvWinograd2D winograd2d;   // defined when form.dims is XY
     Halide::Expr use_winograd;
     Halide::Func conv_value;  // (x, y, c, n)
     blocks::MinReduce min_channels;
@@ -54,12 +57,12 @@ struct Conv2dMinPipeline {
 Conv2dMinPipeline build_p32(Halide::Func input, Halide::Func weight, Halide::Func bias,
                             Halide::Expr in_w, Halide::Expr in_h, Halide::Expr scale,
                             Halide::Expr kw, Halide::Expr kh, Halide::Expr cin, Halide::Expr cout,
-                            Halide::Expr winograd, WinogradDims dims = WinogradDims::X);
+                            Halide::Expr winograd, WinogradForm form = {});
 // p25: tanh(tanh(min over channels of conv)).
 Conv2dMinPipeline build_p25(Halide::Func input, Halide::Func weight, Halide::Func bias,
                             Halide::Expr in_w, Halide::Expr in_h, Halide::Expr kw, Halide::Expr kh,
                             Halide::Expr cin, Halide::Expr cout, Halide::Expr winograd,
-                            WinogradDims dims = WinogradDims::X);
+                            WinogradForm form = {});
 
 // p83: conv3d -> GroupNorm -> min(., min_value) -> clamp(lo, hi) -> dropout.
 struct P83Params {

@@ -160,7 +160,7 @@ void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t, WinogradTapsLayout taps
 
 void schedule_conv2d_min(Conv2dMinPipeline &p, const Conv2dMinParams &t, const Target &target,
                          WinogradTapsLayout taps) {
-    if (target.has_gpu_feature() && p.dims == WinogradDims::XY) {
+    if (target.has_gpu_feature() && p.form.dims == WinogradDims::XY) {
         gpu_conv2d_min_winograd2d(p, t);
     } else if (target.has_gpu_feature()) {
         gpu(p, t, taps);
@@ -182,13 +182,20 @@ WinogradTapsLayout taps_layout(const Conv2dMinParams &t, WinogradTapsLayout meas
 
 }  // namespace
 
-WinogradDims Conv2dMinParams::winograd_dims(const Target &target) const {
+WinogradForm Conv2dMinParams::winograd_choice(const Target &target) const {
     const std::string dims = gpu_winograd_dims;
     if (dims != "x" && dims != "xy") {
         throw CompileError("conv2d-min GPU schedule: gpu_winograd_dims must be x or xy, not \"" +
                            dims + "\"");
     }
-    return target.has_gpu_feature() && dims == "xy" ? WinogradDims::XY : WinogradDims::X;
+    if (gpu_wino2d_max_cin < 1) {
+        throw CompileError("conv2d-min GPU schedule: gpu_wino2d_max_cin must be at least 1, not " +
+                           std::to_string(int(gpu_wino2d_max_cin)));
+    }
+    WinogradForm form;
+    form.dims = target.has_gpu_feature() && dims == "xy" ? WinogradDims::XY : WinogradDims::X;
+    form.max_cin_2d = gpu_wino2d_max_cin;
+    return form;
 }
 
 // Each model\'s measured taps layout (schedules/NOTES.md).

@@ -37,10 +37,22 @@ struct Conv2dMinParams {
     }
     // GPU: which Winograd form the CUDA libraries hold for 3x3 kernels: "x"
     // (F(4, 3) along x, one-warp blocks) or "xy" (F(4x4, 3x3), multi-warp
-    // blocks, Cin <= kWinograd2DMaxCin; winograd2d_schedule.cpp). The CPU
-    // libraries always hold the form along x.
+    // blocks; winograd2d_schedule.cpp). The CPU libraries always hold the
+    // form along x.
     Halide::GeneratorParam<std::string> gpu_winograd_dims{"gpu_winograd_dims", "x"};
-    WinogradDims winograd_dims(const Halide::Target &target) const;
+    // GPU, F(4x4, 3x3): the input channels up to which a block stages the
+    // transformed input of all of them (more take the direct form; the
+    // runtime then calls the form along x, generators/CMakeLists.txt), the
+    // block's 4x4 tiles along x and y, the tiles of one thread along x, and
+    // how many input channels the sums' loop unrolls. A block's shared
+    // memory (< 48 KB): 144 tiles_x tiles_y max_cin bytes of transformed
+    // input, 64 (32 + 1) tiles_x tiles_y bytes of conv values.
+    Halide::GeneratorParam<int> gpu_wino2d_max_cin{"gpu_wino2d_max_cin", 16};
+    Halide::GeneratorParam<int> gpu_wino2d_tiles_x{"gpu_wino2d_tiles_x", 4};
+    Halide::GeneratorParam<int> gpu_wino2d_tiles_y{"gpu_wino2d_tiles_y", 2};
+    Halide::GeneratorParam<int> gpu_wino2d_tiles_per_thread{"gpu_wino2d_tiles_per_thread", 4};
+    Halide::GeneratorParam<int> gpu_wino2d_cin_unroll{"gpu_wino2d_cin_unroll", 2};
+    WinogradForm winograd_choice(const Halide::Target &target) const;
     // CPU: vector width over x, and channels accumulated at once.
     Halide::GeneratorParam<int> cpu_vector{"cpu_vector", 8};
     Halide::GeneratorParam<int> cpu_channel_block{"cpu_channel_block", 8};

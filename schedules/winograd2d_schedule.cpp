@@ -5,48 +5,72 @@ namespace fusedconv::schedules {
 
 using namespace Halide;
 
-// The Winograd kernel: a block of kThreadsX x kThreadsY x kThreadsZ
-// threads owns kTilesX x kTilesY Winograd tiles (16 x 8 output pixels) of
-// one sample. It stages the transformed input v of every input channel of
-// its tiles in shared memory once (Cin <= 16: 18 KB); then, per round of 32
-// output channels, each thread accumulates over the input channels the 36
-// transform-domain sums of 4 tiles x 1 output channel in registers (per
-// input channel 144 FFMA, 36 LDS.128 of v, 9 LDG.128 of u through L1),
-// applies the output transform and writes its conv values to shared memory,
-// where the threads, one per pixel, fold the round into the running channel
-// min. The direct form (other kernel sizes, Cin > 16, and the runtime's
+// The Winograd kernel: a block of 32 x tiles_x / tiles_per_thread x tiles_y
+// threads owns tiles_x x tiles_y Winograd tiles (default 4 x 2: 16 x 8
+// output pixels) of one sample. It stages the transformed input v of every
+// input channel of its tiles in shared memory once (Cin <= max_cin, default
+// 16: 18 KB); then, per round of 32 output channels, each thread accumulates
+// over the input channels the 36 transform-domain sums of its tiles (default
+// 4) x 1 output channel in registers (per input channel and tile 36 FFMA,
+// 9 LDS.128 of v; per input channel 9 LDG.128 of u through L1), applies the
+// output transform and writes its conv values to shared memory, where the
+// threads, one per pixel, fold the round into the running channel min. The
+// direct form (other kernel sizes, Cin > max_cin, and the runtime's
 // recomputation of NaN tiles) is a second kernel (out is specialized) with
-// the same threads: 1 channel x 16 x 4 pixels each, inputs and weights
-// through L1.
-// Measured (H200, 2026-11-25, p25): 3.14-3.17 ms against 3.39-3.40 for the
-// form along x (H100: 3.15 against 3.40); ncu: 240 registers, 4 blocks (8 warps) per SM by registers and
-// shared memory alike, SM throughput 40%, L1 71% busy; stalls per issue:
-// global loads 1.45, shared loads 0.91, fixed latency 0.76
-// (schedules/NOTES.md).
+// the same threads: 1 channel x 4 tiles_per_thread x 4 pixels each, inputs
+// and weights through L1.
+// Measured (H200, 2026-11-25, p25, the defaults): 3.14-3.17 ms against
+// 3.39-3.40 for the form along x (H100: 3.15 against 3.40); ncu: 255
+// registers, 4 blocks (8 warps) per SM by registers and shared memory alike,
+// issue 41% of cycles, L1 73% busy; stalls per issue: u's global loads
+// 1.27, v's shared loads 1.05 (schedules/NOTES.md).
 namespace {
 constexpr int kTile = 4, kPoints = 6;
-constexpr int kTilesX = 4, kTilesY = 2;             // tiles per block
-constexpr int kTilesPerThread = 4, kChannelsPerThread = 1;
-// Threads: channel groups x tile groups along x x tile groups along y (a
-// thread shape of three dimensions: Halide fuses every nest of the kernel
-// into one shape, and a fused tile index would lose the bounds of each
-// thread's tiles).
-constexpr int kThreadsX = 32, kThreadsY = kTilesX / kTilesPerThread, kThreadsZ = kTilesY;
-constexpr int kRound = kThreadsX * kChannelsPerThread;  // channels per round
-constexpr int kThreads = kThreadsX * kThreadsY * kThreadsZ;
+constexpr int kChannelsPerThread = 1;
+constexpr int kRound = 32 * kChannelsPerThread;  // channels per round
+constexpr int kSharedBytes = 48 * 1024;          // static shared memory of a block
 }  // namespace
 
-void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &) {
+void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
+    const int tiles_x = t.gpu_wino2d_tiles_x, tiles_y = t.gpu_wino2d_tiles_y;
+    const int per_thread = t.gpu_wino2d_tiles_per_thread, cin_unroll = t.gpu_wino2d_cin_unroll;
+    const int max_cin = p.form.max_cin_2d;
+    auto fail = [](const std::string &why) {
+        throw CompileError("conv2d-min F(4x4, 3x3) GPU schedule: " + why);
+    };
+    if (tiles_x < 1 || tiles_y < 1 || per_thread < 1 || tiles_x % per_thread != 0) {
+        fail("gpu_wino2d_tiles_x (" + std::to_string(tiles_x) + ") must be a positive multiple of "
+             "gpu_wino2d_tiles_per_thread (" + std::to_string(per_thread) +
+             "), gpu_wino2d_tiles_y (" + std::to_string(tiles_y) + ") positive");
+    }
+    if (cin_unroll < 1) fail("gpu_wino2d_cin_unroll must be positive, not " + std::to_string(cin_unroll));
+    // Threads: channel lanes x tile groups along x x tile groups along y (a
+    // thread shape of three dimensions: Halide fuses every nest of the kernel
+    // into one shape, and a fused tile index would lose the bounds of each
+    // thread's tiles).
+    const int threads_x = kRound / kChannelsPerThread, threads_y = tiles_x / per_thread,
+              threads_z = tiles_y, threads = threads_x * threads_y * threads_z;
+    if (threads > 256) fail(std::to_string(threads) + " threads a block (at most 256)");
+    const int shared = 4 * (tiles_x * tiles_y * max_cin * kPoints * kPoints +
+                            (kRound + 1) * kTile * kTile * tiles_x * tiles_y +
+                            kTile * kTile * tiles_x * tiles_y);
+    if (shared >= kSharedBytes) {
+        fail(std::to_string(shared) + " bytes of shared memory a block (" +
+             std::to_string(tiles_x) + " x " + std::to_string(tiles_y) + " tiles, " +
+             std::to_string(max_cin) + " input channels; less than " +
+             std::to_string(kSharedBytes) + ")");
+    }
+
     blocks::V v;
     blocks::ConvWinograd2D &w = p.winograd2d;
-    const int bx = kTile * kTilesX, by = kTile * kTilesY;
+    const int bx = kTile * tiles_x, by = kTile * tiles_y;
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), pix("pix"), pixo("pixo"), pabc("pabc"),
         pbc("pbc"), pa("pa"), pb("pb"), pc("pc");
     // Items `item` of a stage spread over the threads, kThreads at a time.
     auto over_threads = [&](auto &&stage, const VarOrRVar &item) {
-        stage.split(item, pixo, pabc, kThreads)
-            .split(pabc, pbc, pa, kThreadsX)
-            .split(pbc, pc, pb, kThreadsY);
+        stage.split(item, pixo, pabc, threads)
+            .split(pabc, pbc, pa, threads_x)
+            .split(pbc, pc, pb, threads_y);
     };
 
     Func out = p.output;
@@ -91,7 +115,7 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &) {
         .split(v.c, co, cr, kRound)
         .split(cr, pa, cc, kChannelsPerThread)
         .split(v.x, tx, i, kTile)
-        .split(tx, pb, tp, kTilesPerThread)
+        .split(tx, pb, tp, per_thread)
         .split(v.y, pc, j, kTile)
         .reorder(i, j, cc, tp, pa, pb, pc, co, v.n)
         .unroll(i)
@@ -123,7 +147,7 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &) {
         .unroll(w.tx)
         .unroll(w.ty)
         .unroll(v.c)
-        .split(w.r, rro, rri, 2, TailStrategy::GuardWithIf)
+        .split(w.r, rro, rri, cin_unroll, TailStrategy::GuardWithIf)
         .unroll(rri);
     // v: every input channel's transformed tiles, once per block, a thread
     // per (tile, channel), its 36 points consecutive (vector loads in the
@@ -133,9 +157,9 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &) {
         .store_in(MemoryType::GPUShared)
         .bound_extent(w.k, kPoints)
         .bound_extent(w.l, kPoints)
-        .bound_extent(w.tx, kTilesX)
-        .bound_extent(w.ty, kTilesY)
-        .bound_extent(v.c, kWinograd2DMaxCin)
+        .bound_extent(w.tx, tiles_x)
+        .bound_extent(w.ty, tiles_y)
+        .bound_extent(v.c, max_cin)
         .fuse(w.tx, w.ty, tt)
         .fuse(tt, v.c, item);
     over_threads(w.v, item);
@@ -162,7 +186,7 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &) {
     Func conv = p.conv.f;
     conv.compute_at(round, pa)
         .store_in(MemoryType::Register)
-        .bound_extent(v.x, kTile * kTilesPerThread)
+        .bound_extent(v.x, kTile * per_thread)
         .bound_extent(v.y, kTile)
         .bound_extent(v.c, kChannelsPerThread)
         .reorder(v.x, v.y, v.c, v.n)

@@ -25,6 +25,7 @@
 #include "p32_cpu.h"
 #include "p32_cuda.h"
 #include "p32_xy_cuda.h"
+#include "winograd2d_limits.h"
 
 #include <gtest/gtest.h>
 
@@ -335,8 +336,9 @@ TEST(WinogradFallback, TransformOverflowIsRecomputedInTheDirectForm) {
 // device (up to 3e37 did on the CPU only: on the GPU, contracted FMAs kept
 // the transforms finite); 1 and 4 keep the Winograd result. p32, whose
 // output (unlike p25's tanh) shows any overflow. On the GPU, 3 input
-// channels run the F(4x4, 3x3) library and 17 the form along x (the
-// runtime's choice, runtime/src/nan_check.h), so both fall back alike.
+// channels run the F(4x4, 3x3) library and one more than its limit
+// (kP32Winograd2DMaxInChannels) the form along x (the runtime's choice,
+// runtime/src/nan_check.h), so both fall back alike.
 class WinogradFallbackOnDevice : public ::testing::TestWithParam<std::tuple<DeviceChoice, int>> {
 protected:
     DeviceChoice choice() const { return std::get<0>(GetParam()); }
@@ -359,7 +361,7 @@ TEST_P(WinogradFallbackOnDevice, P32RecomputesOnlyTheSamplesWhoseWinogradResultH
     for (int64_t i = 2 * per_sample; i < 4 * per_sample; ++i) in.data()[i] *= 1e38f;
     const Tensor x = in.to(device());
     const Shape shape = m.output_shape(in.shape());
-    auto gpu_fn = cin <= 16 ? fusedconv_p32_xy_cuda : fusedconv_p32_cuda;
+    auto gpu_fn = cin <= kP32Winograd2DMaxInChannels ? fusedconv_p32_xy_cuda : fusedconv_p32_cuda;
     auto fn = device() == Device::GPU ? gpu_fn : fusedconv_p32_cpu;
     auto one_form = [&](bool winograd) {
         Tensor out = Tensor::empty(shape, device());
@@ -396,7 +398,7 @@ TEST_P(WinogradFallbackOnDevice, P32RecomputesOnlyTheSamplesWhoseWinogradResultH
     EXPECT_EQ(count_nan(sample(got, 2)) + count_nan(sample(got, 3)), 0);
     // Samples 2 and 3 are the direct form's bit for bit (above); against
     // float64 their outputs are ill-conditioned (terms near 1e37 cancel to
-    // 1e33 with 17 channels), so the float64 check takes the others.
+    // 1e33 with 17 channels and more), so the float64 check takes the others.
     for (int64_t n : {0, 1, 4}) {
         SCOPED_TRACE("sample " + std::to_string(n) + " against float64");
         const Tensor one = in.batch_range(n, n + 1);
@@ -477,7 +479,7 @@ INSTANTIATE_TEST_SUITE_P(Devices, Numerics,
 INSTANTIATE_TEST_SUITE_P(
     DevicesAndInChannels, WinogradFallbackOnDevice,
     ::testing::Combine(::testing::Values(DeviceChoice::CPU, DeviceChoice::GPU),
-                       ::testing::Values(3, 17)),
+                       ::testing::Values(3, int(kP32Winograd2DMaxInChannels) + 1)),
     [](const ::testing::TestParamInfo<std::tuple<DeviceChoice, int>> &info) {
         return std::string(std::get<0>(info.param) == DeviceChoice::GPU ? "GPU" : "CPU") +
                "_Cin" + std::to_string(std::get<1>(info.param));

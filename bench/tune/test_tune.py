@@ -120,11 +120,15 @@ class SpaceTest(unittest.TestCase):
 
     def test_repository_space_loads_and_defaults_are_valid(self):
         space = tune.load_space()
-        self.assertEqual(set(space), {"p24_cuda", "p25_cuda", "p32_cuda", "p83_cuda"})
+        self.assertEqual(set(space), {"p24_cuda", "p25_cuda", "p25_xy_cuda", "p32_cuda",
+                                      "p32_xy_cuda", "p83_cuda"})
         for lib, s in space.items():
             with self.subTest(lib=lib):
                 self.assertTrue(all(n.startswith("gpu_") for n in s.names))
-                self.assertTrue(s.valid(s.default), s.violations(s.default))
+                # A default may be pruned (p32_xy_cuda's limit of 16 channels runs its direct
+                # form at p32's 64), never impossible.
+                hard = [v for v in s.violations(s.default) if v[1] == "hard"]
+                self.assertEqual(hard, [])
                 self.assertGreater(len(s.all_points()), 1)
         errors, _ = tune.check_space_against_headers(space)
         self.assertEqual(errors, [])
@@ -352,6 +356,31 @@ class RoundsTest(unittest.TestCase):
     def state(self):
         return json.loads((self.work / "state.json").read_text())
 
+    def test_two_libraries_of_one_model(self):
+        # p25_cuda and p25_xy_cuda: each its own reference (the main project's library of that
+        # name) and candidates, one shape line for the model, the fixed param in every build.
+        xy = small_spec(model="p25", generator="p25_conv2d_min_tanh_tanh", shape=[2, 16, 64, 64],
+                        fixed={"gpu_winograd_dims": "xy"})
+        write_space(self.space_path, {"p25_cuda": small_spec(model="p25", generator="p25_conv2d_min_tanh_tanh",
+                                                             shape=[2, 16, 64, 64]),
+                                      "p25_xy_cuda": xy})
+        self.assertEqual(self.run_tune("round", "--no-build", "--cap", "2", "--grid-max", "1"), 0)
+        gen = (self.work / "gen" / "CMakeLists.txt").read_text()
+        table = (self.work / "gen" / "tune_table.cpp").read_text()
+        self.assertIn('p25_entry("p25_cuda", "default", "default", "fusedconv_p25_cuda"', table)
+        self.assertIn('p25_entry("p25_xy_cuda", "default", "default", "fusedconv_p25_xy_cuda"', table)
+        self.assertIn('#include "p25_xy_cuda.h"', table)
+        self.assertEqual(table.count('{"p25", {2, 16, 64, 64}}'), 1)
+        xy_lines = [l for l in gen.splitlines() if l.startswith("fusedconv_tune_candidate(p25_xy_cuda")]
+        x_lines = [l for l in gen.splitlines() if l.startswith("fusedconv_tune_candidate(p25_cuda")]
+        self.assertEqual((len(xy_lines), len(x_lines)), (2, 2))
+        self.assertTrue(all(l.endswith(';gpu_winograd_dims=xy")') for l in xy_lines))
+        self.assertFalse(any("gpu_winograd_dims" in l for l in x_lines))
+
+    def test_fixed_params_are_not_searched(self):
+        with self.assertRaises(tune.TuneError):
+            tune.LibSpace("p24_cuda", small_spec(fixed={"gpu_tile_x": 8}))
+
     def test_resume_across_rounds(self):
         space = tune.load_space(self.space_path)
         self.assertEqual(self.run_tune("round", "--no-build", "--cap", "6", "--grid-max", "4"), 0)
@@ -364,8 +393,8 @@ class RoundsTest(unittest.TestCase):
         self.assertIn("fusedconv_tune_executable()", gen)
         table = (self.work / "gen" / "tune_table.cpp").read_text()
         self.assertIn("&fusedconv_tune_p24_cuda_c005", table)
-        self.assertIn('p24_entry("default", "default", "fusedconv_p24_cuda"', table)
-        self.assertIn('p25_entry("candidate", "c000"', table)
+        self.assertIn('p24_entry("p24_cuda", "default", "default", "fusedconv_p24_cuda"', table)
+        self.assertIn('p25_entry("p25_cuda", "candidate", "c000"', table)
 
         # Regenerating before anything was measured keeps the round and its candidates.
         self.assertEqual(self.run_tune("round", "--no-build", "--cap", "6", "--grid-max", "4"), 0)

@@ -1,6 +1,6 @@
 // fusedconv_tune: the tuning binary that bench/tune/tune.py builds for one
-// round. Per model, at the round's input shape, it runs the default-parameter
-// library (fusedconv_<model>_cuda, the reference), then every candidate
+// round. Per library, at its model's input shape, it runs the default-parameter
+// library (fusedconv_<lib>, e.g. fusedconv_p25_xy_cuda: the reference), then every candidate
 // library of the round and the Li2018-autoscheduled one with the same inputs
 // on the GPU; checks each output against the default's; times each (warm-up,
 // then N runs each followed by a device synchronize; median and min); and
@@ -168,20 +168,35 @@ public:
         std::fflush(stdout);
     }
 
-    // Returns false when the CUDA context became unusable (the caller stops).
+    // Every library of `model` in the table (p25: p25_cuda, p25_xy_cuda), in
+    // the table's order. Returns false when the CUDA context became unusable
+    // (the caller stops).
     bool run_model(const std::string &model, const Shape &shape) {
+        std::vector<std::string> libs;
+        for (const Entry &e : table()) {
+            if (e.model == model && !contains(libs, e.lib)) libs.push_back(e.lib);
+        }
+        for (const std::string &lib : libs) {
+            if (!run_library(model, lib, shape)) return false;
+        }
+        return true;
+    }
+
+private:
+    // The default of `lib`, then its candidates and Li2018 schedule.
+    bool run_library(const std::string &model, const std::string &lib, const Shape &shape) {
         const std::vector<Entry> &all = table();
         const Entry *def = nullptr;
         std::vector<const Entry *> cands, li;
         for (const Entry &e : all) {
-            if (e.model != model) continue;
+            if (e.lib != lib) continue;
             if (e.system == "default") def = &e;
             if (e.system == "candidate" && wants("candidate") && !done(e, shape)) cands.push_back(&e);
             if (e.system == "li2018" && wants("li2018") && !done(e, shape)) li.push_back(&e);
         }
-        if (!def) throw Error("the table has no default library for " + model);
+        if (!def) throw Error("the table has no default library for " + lib);
         if (cands.empty() && li.empty()) {
-            std::printf("-- %s: nothing left to measure in this log\n", model.c_str());
+            std::printf("-- %s: nothing left to measure in this log\n", lib.c_str());
             return true;
         }
         std::printf("-- %s %s input %s: %zu candidates to measure%s\n", model.c_str(),
@@ -232,7 +247,6 @@ public:
         return true;
     }
 
-private:
     bool wants(const std::string &system) const { return contains(o_.systems, system); }
 
     bool done(const Entry &e, const Shape &shape) const {

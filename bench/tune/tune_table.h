@@ -27,7 +27,7 @@ using P83Fn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, h
 
 struct Entry {
     std::string model;        // "p32"
-    std::string lib;          // "p32_cuda"
+    std::string lib;          // "p32_cuda", "p32_xy_cuda": the library tuned (its space)
     std::string system;       // "default", "candidate" or "li2018"
     std::string id;           // "default", "c017", "li2018"
     std::string function;     // "fusedconv_tune_p32_cuda_c017"
@@ -40,43 +40,42 @@ struct Entry {
     bool callable() const { return p24 || p25 || p32 || p83; }
 };
 
-inline Entry make_entry(const char *model, const char *system, const char *id,
+inline Entry make_entry(const char *model, const char *lib, const char *system, const char *id,
                         const char *function, const char *params_json) {
     Entry e;
-    e.model = model, e.system = system, e.id = id, e.function = function;
-    e.lib = e.model + "_cuda";
+    e.model = model, e.lib = lib, e.system = system, e.id = id, e.function = function;
     e.params_json = params_json;
     return e;
 }
 // One helper per model: the argument's type is the signature check.
-inline Entry p24_entry(const char *system, const char *id, const char *function,
-                       const char *params, P24Fn fn) {
-    Entry e = make_entry("p24", system, id, function, params);
+inline Entry p24_entry(const char *lib, const char *system, const char *id,
+                       const char *function, const char *params, P24Fn fn) {
+    Entry e = make_entry("p24", lib, system, id, function, params);
     e.p24 = fn;
     return e;
 }
-inline Entry p25_entry(const char *system, const char *id, const char *function,
-                       const char *params, P25Fn fn) {
-    Entry e = make_entry("p25", system, id, function, params);
+inline Entry p25_entry(const char *lib, const char *system, const char *id,
+                       const char *function, const char *params, P25Fn fn) {
+    Entry e = make_entry("p25", lib, system, id, function, params);
     e.p25 = fn;
     return e;
 }
-inline Entry p32_entry(const char *system, const char *id, const char *function,
-                       const char *params, P32Fn fn) {
-    Entry e = make_entry("p32", system, id, function, params);
+inline Entry p32_entry(const char *lib, const char *system, const char *id,
+                       const char *function, const char *params, P32Fn fn) {
+    Entry e = make_entry("p32", lib, system, id, function, params);
     e.p32 = fn;
     return e;
 }
-inline Entry p83_entry(const char *system, const char *id, const char *function,
-                       const char *params, P83Fn fn) {
-    Entry e = make_entry("p83", system, id, function, params);
+inline Entry p83_entry(const char *lib, const char *system, const char *id,
+                       const char *function, const char *params, P83Fn fn) {
+    Entry e = make_entry("p83", lib, system, id, function, params);
     e.p83 = fn;
     return e;
 }
 // A library that could not be built (the error is logged, nothing runs).
-inline Entry failed_entry(const char *model, const char *system, const char *id,
-                          const char *error) {
-    Entry e = make_entry(model, system, id, "", "{}");
+inline Entry failed_entry(const char *model, const char *lib, const char *system,
+                          const char *id, const char *error) {
+    Entry e = make_entry(model, lib, system, id, "", "{}");
     e.build_error = error;
     return e;
 }

@@ -24,8 +24,8 @@ bool winograd_applies(const Tensor &weight) {
     return weight.shape()[2] == 3 && weight.shape()[3] == 3;
 }
 
-bool winograd2d_applies(const Tensor &weight) {
-    return winograd_applies(weight) && weight.shape()[1] <= kWinograd2DMaxInChannels;
+bool winograd2d_applies(const Tensor &weight, int64_t max_in_channels) {
+    return winograd_applies(weight) && weight.shape()[1] <= max_in_channels;
 }
 
 std::vector<bool> nan_per_sample(const Tensor &t) {

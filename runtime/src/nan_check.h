@@ -28,18 +28,13 @@ Halide::Runtime::Buffer<float> sample_range(const Tensor &t, int first, int coun
 // The models and the tuning binary ask here, so they take the same path.
 bool winograd_applies(const Tensor &weight);
 
-// Input channels up to which the CUDA libraries built with Winograd
-// F(4x4, 3x3) (p25_xy_cuda, p32_xy_cuda) compute 3x3 kernels in that form:
-// kWinograd2DMaxCin of generators/pipelines.h (its transformed input of all
-// channels fits a block's shared memory). Were the two to differ, those
-// libraries would compute the extra channels in their direct form: correct,
-// only slower.
-constexpr int64_t kWinograd2DMaxInChannels = 16;
-
 // Whether the GPU runs p25 / p32 with these weights in the F(4x4, 3x3)
-// libraries (3x3, at most kWinograd2DMaxInChannels input channels) rather
-// than the form along x: the faster one there (schedules/NOTES.md).
-bool winograd2d_applies(const Tensor &weight);
+// libraries (p25_xy_cuda, p32_xy_cuda) rather than the form along x: 3x3
+// kernels with at most `max_in_channels` input channels, the library's
+// limit (winograd2d_limits.h, generated from its gpu_wino2d_max_cin). Beyond
+// it the library would compute the direct form, correct but slower than the
+// form along x (schedules/NOTES.md).
+bool winograd2d_applies(const Tensor &weight, int64_t max_in_channels);
 
 // `run(winograd, input, output)` computes `output` from `input` (Halide
 // buffers: the whole tensors or the same samples of both) in the Winograd

@@ -18,6 +18,7 @@
 #include "p32_cpu.h"
 #include "p32_cuda.h"
 #include "p32_xy_cuda.h"
+#include "winograd2d_limits.h"
 #include "p83_cpu.h"
 #include "p83_cuda.h"
 
@@ -270,7 +271,7 @@ void p25_run(const char *who, const Tensor &input, const Tensor &weight, const T
     args.check_output(output, out);
     args.run(options, kAllocatesAndWaits, [&](bool gpu) {
         const std::string what = what_call(who, input);
-        auto cuda = winograd2d_applies(weight) ? fusedconv_p25_xy_cuda : fusedconv_p25_cuda;
+        auto cuda = winograd2d_applies(weight, kP25Winograd2DMaxInChannels) ? fusedconv_p25_xy_cuda : fusedconv_p25_cuda;
         auto run = [&](bool winograd, halide_buffer_t *in, halide_buffer_t *o) {
             auto fn = gpu ? cuda : fusedconv_p25_cpu;
             check_halide(fn(in, weight.raw(), bias.raw(), winograd, o), what);
@@ -289,7 +290,7 @@ void p32_run(const char *who, const Tensor &input, const Tensor &weight, const T
     args.check_output(output, out);
     args.run(options, kAllocatesAndWaits, [&](bool gpu) {
         const std::string what = what_call(who, input);
-        auto cuda = winograd2d_applies(weight) ? fusedconv_p32_xy_cuda : fusedconv_p32_cuda;
+        auto cuda = winograd2d_applies(weight, kP32Winograd2DMaxInChannels) ? fusedconv_p32_xy_cuda : fusedconv_p32_cuda;
         auto run = [&](bool winograd, halide_buffer_t *in, halide_buffer_t *o) {
             auto fn = gpu ? cuda : fusedconv_p32_cpu;
             check_halide(fn(in, weight.raw(), bias.raw(), scale_factor, winograd, o), what);

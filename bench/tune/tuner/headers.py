@@ -44,6 +44,9 @@ def check_space_against_headers(space, repo=REPO):
             warnings.append(f"{lib}: no header named; params not checked")
             continue
         hp = header_params(repo / s.header)
+        for n in list(s.fixed) + s.unused:
+            if n not in hp:
+                errors.append(f"{lib}: fixed or unused param {n} is not a GeneratorParam in {s.header}")
         for n in s.names:
             if n not in hp:
                 errors.append(f"{lib}: param {n} is not a GeneratorParam in {s.header}")
@@ -51,15 +54,17 @@ def check_space_against_headers(space, repo=REPO):
                 warnings.append(f"{lib}: {n} default is {s.default[n]} in search_space.json but "
                                 f"{hp[n]} in {s.header}; the reference uses {hp[n]}")
         for n in hp:
-            if n.startswith("gpu_") and n not in s.names:
+            if n.startswith("gpu_") and n not in s.names and n not in s.fixed and n not in s.unused:
                 warnings.append(f"{lib}: {s.header} declares {n}, which search_space.json does not "
                                 f"list; it stays at its default")
     return errors, warnings
 
 
 def reference_point(space_lib, repo=REPO):
-    """The params the reference (default) library is built with: the header's defaults."""
+    """The params the reference (default) library is built with: the header's defaults, and the
+    library's fixed params."""
     point = dict(space_lib.default)
+    point.update(space_lib.fixed)
     if space_lib.header and (repo / space_lib.header).exists():
         hp = header_params(repo / space_lib.header)
         for n in space_lib.names:

@@ -52,6 +52,14 @@ class LibSpace:
         self.names = list(spec["params"])
         if not self.names:
             raise TuneError(f"{lib}: no params")
+        # "fixed": GeneratorParams every build of this library takes at one value (p25_xy_cuda:
+        # gpu_winograd_dims=xy, as generators/CMakeLists.txt builds it); "unused": the header's
+        # gpu_* params that this library's schedule does not read (not searched, no warning).
+        self.fixed = dict(spec.get("fixed", {}))
+        self.unused = list(spec.get("unused", []))
+        for n in self.fixed:
+            if n in self.names:
+                raise TuneError(f"{lib}: {n} is both a param and fixed")
         self.values = {n: expand_values(n, spec["params"][n]) for n in self.names}
         self.default = {n: spec["params"][n].get("default") for n in self.names}
         # "aliases": {value: candidate value}: a value that builds the same library as a
@@ -129,7 +137,8 @@ class LibSpace:
         return ";".join(f"{n}={self.canonical_value(n, point[n])}" for n in self.names)
 
     def cmake_params(self, point):
-        return ";".join(f"{n}={fmt_value(point[n])}" for n in self.names)
+        return ";".join([f"{n}={fmt_value(point[n])}" for n in self.names] +
+                        [f"{n}={fmt_value(v)}" for n, v in self.fixed.items()])
 
     def neighbors(self, point, steps=1):
         """Points differing from `point` by one index step in `steps` params (valid or not)."""
