@@ -38,10 +38,11 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
     auto fail = [](const std::string &why) {
         throw CompileError("conv2d-min F(4x4, 3x3) GPU schedule: " + why);
     };
-    if (tiles_x < 1 || tiles_y < 1 || per_thread < 1 || tiles_x % per_thread != 0) {
-        fail("gpu_wino2d_tiles_x (" + std::to_string(tiles_x) + ") must be a positive multiple of "
-             "gpu_wino2d_tiles_per_thread (" + std::to_string(per_thread) +
-             "), gpu_wino2d_tiles_y (" + std::to_string(tiles_y) + ") positive");
+    // Each thread folds per_thread / 2 of the block's pixels into the min.
+    if (tiles_y < 1 || per_thread < 2 || per_thread % 2 != 0 || tiles_x % per_thread != 0) {
+        fail("gpu_wino2d_tiles_x (" + std::to_string(tiles_x) + ") must be a multiple of "
+             "gpu_wino2d_tiles_per_thread (" + std::to_string(per_thread) + "), which must be "
+             "even and positive, gpu_wino2d_tiles_y (" + std::to_string(tiles_y) + ") positive");
     }
     if (cin_unroll < 1) fail("gpu_wino2d_cin_unroll must be positive, not " + std::to_string(cin_unroll));
     // Threads: channel lanes x tile groups along x x tile groups along y (a
