@@ -498,6 +498,27 @@ class RoundsTest(unittest.TestCase):
                                              f"gpu_tile_x={p['gpu_tile_x']};gpu_tile_y={p['gpu_tile_y']}")
         self.assertEqual(self.cmake_read(tuned), params)
 
+    def test_tuned_file_keeps_other_libraries(self):
+        # A library tuned in another work directory keeps its entry; this state's are replaced.
+        space = tune.load_space(self.space_path)
+        self.run_tune("round", "--no-build", "--cap", "3", "--models", "p24")
+        st = self.state()
+        log = self.dir / "r1.jsonl"
+        fake_log(log, st, space, device="NVIDIA H200", ms=lambda p: 2.0)
+        tuned = self.dir / "tuned.json"
+        other = {"params": {"gpu_tile_x": 64}, "candidate": "c003", "median_ms": 1.0}
+        tuned.write_text(json.dumps({"device": "NVIDIA H200", "libraries": {
+            "p32_xy_cuda": other, "p24_cuda": {"params": {"gpu_tile_x": 1}}}}))
+        self.assertEqual(self.run_tune("ingest", str(log), "--tuned", str(tuned)), 0)
+        libs = json.loads(tuned.read_text())["libraries"]
+        self.assertEqual(libs["p32_xy_cuda"], other)
+        self.assertNotEqual(libs["p24_cuda"]["params"], {"gpu_tile_x": 1})
+        # Another device's file is not mixed with these measurements.
+        tuned.write_text(json.dumps({"device": "NVIDIA H100", "libraries": {"p32_xy_cuda": other}}))
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            self.assertEqual(self.run_tune("tuned", "--tuned", str(tuned)), 1)
+        self.assertIn("NVIDIA H100", err.getvalue())
+
     def test_default_wins_when_nothing_is_faster(self):
         space = tune.load_space(self.space_path)
         self.run_tune("round", "--no-build", "--cap", "3", "--models", "p24")

@@ -119,16 +119,42 @@ def dumps_readable(doc):
     return "\n".join(lines) + "\n"
 
 
+def kept_entries(out, doc):
+    """The entries of an existing tuned file `out` for libraries this state did not measure (tuned
+    in another work directory, e.g. p24_cuda before p25_xy_cuda was added), in its order; a file of
+    another device is refused."""
+    if not out.exists():
+        return {}
+    try:
+        old = json.loads(out.read_text())
+        libs = old["libraries"]
+        if not isinstance(libs, dict):
+            raise TypeError("\"libraries\" is not an object")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise TuneError(f"{out} exists but is not a tuned file ({e}); move it away or give "
+                        f"--tuned PATH") from None
+    if old.get("device") != doc["device"]:
+        raise TuneError(f"{out} holds {old.get('device')!r}'s parameters, these measurements are "
+                        f"{doc['device']!r}'s; give --tuned PATH")
+    return {lib: e for lib, e in libs.items() if lib not in doc["libraries"]}
+
+
 def write_tuned(st, space, out):
     doc = tuned_document(st, space)
     if not doc["libraries"]:
         log("no library has measurements yet; no tuned file written")
         return None
     out = Path(out)
+    kept = kept_entries(out, doc)
+    if kept:
+        doc["libraries"] = {**kept, **doc["libraries"]}
+        log(f"{out}: kept as they were (not in this state): {', '.join(kept)}")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(dumps_readable(doc))
     log(f"wrote {out}")
     for lib, e in doc["libraries"].items():
+        if lib in kept:
+            continue
         log(f"  {lib}: {e['candidate']} {e['median_ms']:.3f} ms vs default {e['default_median_ms']:.3f} ms "
             f"({e['gain']:.2f}x) {e['params']}")
     return out
