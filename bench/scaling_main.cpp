@@ -64,7 +64,7 @@ struct Options {
 std::string data_note(bool cpu) {
     if (cpu) return "input and output in host memory; CPU replicas read and write them in place";
     return "input and output on cuda:0; the shards of replicas on other GPUs are copied there "
-           "and back by sharded_forward (through host memory) inside the timed region";
+           "and back by sharded_forward (peer to peer) inside the timed region";
 }
 
 // Models to time: a problem and the shape whose batch the multiplier scales.

@@ -4,7 +4,7 @@
 One row per (model, system, GPUs): samples/s and efficiency = samples/s with n GPUs /
 (n x samples/s with 1 GPU of the same system), as fusedconv_scaling and torch_scaling.py
 record them. Systems: halide-sharded (C++ sharded_forward_into, input and output on GPU 0,
-shards copied through host memory) and torchrun (one process per GPU, fusedconv.torch,
+shards copied peer to peer) and torchrun (one process per GPU, fusedconv.torch,
 NCCL scatter and gather through GPU 0).
 
 Usage: scaling_table.py RESULTS.json [-o OUT.md]   (default OUT: RESULTS with .md)
@@ -20,7 +20,7 @@ import results_io  # noqa: E402
 
 DATA = {
     "halide-sharded": "one process, one thread per GPU (`fusedconv_scaling`); input and output on "
-                      "GPU 0, other GPUs' shards copied there and back through host memory",
+                      "GPU 0, other GPUs' shards copied there and back peer to peer (NVLink or PCIe)",
     "torchrun": "one process per GPU (`torchrun`, `fusedconv.torch`); input scattered from GPU 0 "
                 "and output gathered to it with NCCL",
 }

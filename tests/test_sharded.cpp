@@ -4,6 +4,7 @@
 // GPU is present, else skipped with a message), and the error paths.
 #include "test_util.h"
 
+#include "fusedconv/device.h"
 #include "fusedconv/error.h"
 #include "fusedconv/models.h"
 #include "fusedconv/sharded.h"
@@ -303,6 +304,52 @@ TEST(ShardedGpu, FailingGpuShardNamesItsDevice) {
     Tensor in = random_tensor(input_shape(Kind::P25, 3), 12).to(Device::GPU);
     EXPECT_TRUE(throws_error([&] { sharded_forward({good.get(), bad.get()}, in); },
                              {"replica 1 (cuda:0)", "samples [2, 3)"}));
+}
+
+// ------------------------------------------------------------ two GPUs
+
+#define REQUIRE_TWO_GPUS()                                                                    \
+    do {                                                                                      \
+        FUSEDCONV_REQUIRE_GPU();                                                              \
+        if (cuda_device_count() < 2) {                                                        \
+            GTEST_SKIP() << cuda_device_count() << " CUDA device(s): needs 2 (peer copies)"; \
+        }                                                                                     \
+    } while (0)
+
+// Tensor::to and the shards' copies between two GPUs go peer to peer.
+TEST(TwoGpus, ToAndBackIsExact) {
+    REQUIRE_TWO_GPUS();
+    const Tensor host = random_tensor({3, 5, 7, 9}, 41);
+    const Tensor on0 = host.to(Device::GPU, 0);
+    const Tensor on1 = on0.to(Device::GPU, 1);
+    EXPECT_EQ(on1.device_index(), 1);
+    EXPECT_TRUE(bit_identical(on1, host));
+    EXPECT_TRUE(bit_identical(on1.to(Device::GPU, 0), host));
+    // A view's copy starts at its own first sample.
+    EXPECT_TRUE(bit_identical(on0.batch_range(1, 3).to(Device::GPU, 1), host.batch_range(1, 3)));
+}
+
+// Replicas on GPU 0 and GPU 1 with the data on either GPU: the same bits
+// as one forward on GPU 0, for every model and uneven batches.
+TEST(TwoGpus, ShardedBitIdenticalToOneForward) {
+    REQUIRE_TWO_GPUS();
+    for (Kind k : kKinds) {
+        std::unique_ptr<Model> single = make(k, DeviceChoice::GPU);
+        Replicas r = make_replicas(k, 3, DeviceChoice::GPU);
+        r.owned[1]->to(Device::GPU, 1);  // GPU 0, GPU 1, GPU 0
+        for (int64_t batch : {1, 2, 5, 8}) {
+            SCOPED_TRACE(std::string(name(k)) + " batch " + std::to_string(batch));
+            const Tensor host_in = random_tensor(input_shape(k, batch), 300 + batch);
+            const Tensor expected = single->forward(host_in.to(Device::GPU, 0));
+            for (int data_gpu : {0, 1}) {
+                SCOPED_TRACE("data on cuda:" + std::to_string(data_gpu));
+                const Tensor in = host_in.to(Device::GPU, data_gpu);
+                Tensor out = sharded_forward(r.list(), in);
+                EXPECT_EQ(out.device_index(), data_gpu);
+                EXPECT_TRUE(bit_identical(out, expected));
+            }
+        }
+    }
 }
 
 }  // namespace

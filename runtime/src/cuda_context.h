@@ -70,6 +70,16 @@ Capture capture_status();
 // and waits for that stream only (not the whole device).
 void copy_to_host_and_wait(void *host, uint64_t device_ptr, size_t bytes);
 
+// Copies `bytes` between two GPUs' memory peer to peer (NVLink or PCIe; the
+// driver stages through the host only where the hardware has no peer path)
+// and waits for it. It starts after the work queued on the legacy default
+// stream of `stream_device` (one of the two; the host waits for that stream)
+// and runs on a non-blocking stream of that device, so that it waits for
+// nothing else: the caller waits for the other device's work on either
+// range first.
+void copy_peer_and_wait(int stream_device, int dst_device, uint64_t dst, int src_device,
+                        uint64_t src, size_t bytes);
+
 // Waits for all work of every device this process used (cuCtxSynchronize of
 // each retained primary context); no-op without a GPU.
 void synchronize();

@@ -2,6 +2,7 @@
 
 #include "fusedconv/error.h"
 
+#include "cuda_context.h"
 #include "tensor_access.h"
 
 #include <algorithm>
@@ -54,19 +55,37 @@ void refuse_index_keyed_dropout(const Model &m, size_t index, std::pair<int64_t,
                 "(set_training(false))");
 }
 
+bool gpu_to_other_gpu(const Tensor &t, const Model &m) {
+    return t.device() == Device::GPU && m.device() == Device::GPU &&
+           t.device_index() != m.device_index();
+}
+
 // One replica's shard: in place when the caller's tensors are on its device,
-// else through copies on it.
+// else through copies on it. Copies between two GPUs go peer to peer on the
+// replica's stream, so that they queue behind neither the other replicas'
+// work nor each other; the caller's pending work on the input and output
+// was waited for before the shards started (sharded_forward_into).
 void run_shard(Model &m, const Tensor &input, Tensor &output, std::pair<int64_t, int64_t> r) {
     const Tensor in = input.batch_range(r.first, r.second);
     Tensor out = output.batch_range(r.first, r.second);
-    const Tensor local_in =
-        on_device_of(in, m) ? in : in.to(m.device(), std::max(m.device_index(), 0));
+    const int device = std::max(m.device_index(), 0);
+    Tensor local_in = in;
+    if (gpu_to_other_gpu(in, m)) {
+        local_in = Tensor::empty(in.shape(), Device::GPU, device);
+        detail::TensorAccess::copy_peer(in, local_in, device);
+    } else if (!on_device_of(in, m)) {
+        local_in = in.to(m.device(), device);
+    }
     if (on_device_of(out, m)) {
         m.forward_into(local_in, out);
         return;
     }
     const Tensor local_out = m.forward(local_in);
-    detail::TensorAccess::copy_into(local_out, out);
+    if (gpu_to_other_gpu(out, m)) {
+        detail::TensorAccess::copy_peer(local_out, out, device);
+    } else {
+        detail::TensorAccess::copy_into(local_out, out);
+    }
 }
 
 }  // namespace
@@ -112,6 +131,17 @@ void sharded_forward_into(const std::vector<Model *> &replicas, const Tensor &in
     }
     const auto ranges = shard_ranges(input.shape()[0], static_cast<int>(replicas.size()));
     for (size_t i = 0; i < ranges.size(); ++i) refuse_index_keyed_dropout(*replicas[i], i, ranges[i]);
+
+    // The peer copies of run_shard run on the replicas' streams: the work
+    // the caller queued on the input's and output's GPUs must be done first.
+    for (size_t i = 0; i < ranges.size(); ++i) {
+        const Model &m = *replicas[i];
+        if (gpu_to_other_gpu(input, m) || gpu_to_other_gpu(output, m)) {
+            if (input.device() == Device::GPU) cuda::stream_synchronize(input.device_index(), nullptr);
+            if (output.device() == Device::GPU) cuda::stream_synchronize(output.device_index(), nullptr);
+            break;
+        }
+    }
 
     // One failure slot per shard, written only by its thread (read after join).
     std::vector<std::string> failures(ranges.size());

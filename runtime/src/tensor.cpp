@@ -141,9 +141,10 @@ void TensorAccess::copy_into(const Tensor &src, Tensor &dst) {
     }
     if (from.device == Device::GPU && to.device == Device::GPU &&
         from.device_index != to.device_index) {
-        // Between two GPUs through the host, as Tensor::to does.
-        Tensor host = src.to(Device::CPU);
-        copy_into(host, dst);
+        // dst's device may still have queued work using dst: wait for it,
+        // then copy on src's stream (after the work that wrote src).
+        cuda::stream_synchronize(to.device_index, nullptr);
+        copy_peer(src, dst, from.device_index);
         return;
     }
     const int gpu = from.device == Device::GPU ? from.device_index : to.device_index;
@@ -155,6 +156,21 @@ void TensorAccess::copy_into(const Tensor &src, Tensor &dst) {
         "copying a tensor of shape " + shape_string(from.shape) + " from " +
             device_string(from.device, from.device_index) + " into one on " +
             device_string(to.device, to.device_index));
+}
+
+void TensorAccess::copy_peer(const Tensor &src, Tensor &dst, int stream_device) {
+    Tensor::Impl &from = src.checked("copy_peer (source)");
+    Tensor::Impl &to = dst.checked("copy_peer (destination)");
+    if (from.shape != to.shape || from.device != Device::GPU || to.device != Device::GPU ||
+        from.device_index == to.device_index) {
+        throw Error("copy_peer: needs two GPU tensors of one shape on different devices, got " +
+                    shape_string(from.shape) + " on " +
+                    device_string(from.device, from.device_index) + " and " +
+                    shape_string(to.shape) + " on " + device_string(to.device, to.device_index));
+    }
+    cuda::copy_peer_and_wait(stream_device, to.device_index, to.buf.raw_buffer()->device,
+                             from.device_index, from.buf.raw_buffer()->device,
+                             static_cast<size_t>(src.numel()) * sizeof(float));
 }
 
 }  // namespace detail
@@ -217,12 +233,13 @@ int Tensor::device_index() const { return checked("Tensor::device_index()").devi
 
 Tensor Tensor::to(Device device, int device_index) const {
     Impl &src = checked("Tensor::to()");
-    if (src.device == Device::GPU && device == Device::GPU && src.device_index != device_index) {
-        // Between two GPUs through the host: Halide's copy uses
-        // cuMemcpyDtoD, which is meant for one context.
-        return to(Device::CPU).to(device, device_index);
-    }
     Tensor dst = empty(src.shape, device, device_index);
+    if (src.device == Device::GPU && device == Device::GPU && src.device_index != device_index) {
+        // Peer to peer (Halide's copy uses cuMemcpyDtoD, which is meant for
+        // one context); see copy_into.
+        detail::TensorAccess::copy_into(*this, dst);
+        return dst;
+    }
     const halide_device_interface_t *iface =
         device == Device::GPU ? cuda_interface() : nullptr;
     if (src.device == Device::CPU && device == Device::CPU) {

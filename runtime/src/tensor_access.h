@@ -16,6 +16,12 @@ struct TensorAccess {
     // Copies src's values into dst (same shape, either device), on the
     // legacy default stream of the GPU side, like Tensor::to.
     static void copy_into(const Tensor &src, Tensor &dst);
+    // Copies src's values into dst (same shape, on two different GPUs) peer
+    // to peer after the work queued on the legacy default stream of
+    // `stream_device` (src's or dst's device) and waits for it
+    // (cuda::copy_peer_and_wait). Work queued on the other device that
+    // writes src or uses dst is not waited for: the caller orders it.
+    static void copy_peer(const Tensor &src, Tensor &dst, int stream_device);
 };
 
 }  // namespace fusedconv::detail

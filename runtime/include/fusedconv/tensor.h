@@ -55,7 +55,8 @@ public:
     // A copy on `device` (a copy even when already there). Copies that
     // involve the GPU run on the device's legacy default stream, which waits
     // for work on blocking streams but not on streams created non-blocking:
-    // synchronize such a stream first.
+    // synchronize such a stream first. Between two GPUs the copy goes peer
+    // to peer (NVLink or PCIe) and returns when it is done.
     Tensor to(Device device, int device_index = 0) const;
     Tensor clone() const;
     // A view of samples [begin, end) along dim 0 (the batch), like PyTorch's
