@@ -38,7 +38,13 @@ static Conv2dMinPipeline conv2d_min(Func input, Func weight, Func bias, Expr in_
     p.form = wf;
     Func chosen;
     if (wf.dims == WinogradDims::XY) {
-        p.winograd2d = conv2d_winograd_2d(input, weight, bias, kw, kh, cin, cout, in_w, in_h);
+        // The form reads at most max_cin_2d channels (where it is used, cin
+        // <= max_cin_2d): the schedule sizes its staging of the transformed
+        // input by that bound, which Halide checks in every kernel that
+        // holds the staging, the direct form's included (it trapped there
+        // for cin > max_cin_2d).
+        p.winograd2d = conv2d_winograd_2d(input, weight, bias, kw, kh, min(cin, wf.max_cin_2d),
+                                          cout, in_w, in_h);
         p.use_winograd = p.use_winograd && cin <= wf.max_cin_2d;
         chosen = p.winograd2d.f;
     } else {

@@ -406,6 +406,31 @@ TEST_P(WinogradFallbackOnDevice, P32RecomputesOnlyTheSamplesWhoseWinogradResultH
     }
 }
 
+// The F(4x4, 3x3) library called directly (as the tuner does) with more
+// input channels than its staging holds takes its direct form, Winograd
+// requested or not: correct values, no trap (its direct kernel used to keep
+// the form's staging and its channel bound). The runtime itself sends such
+// shapes to the form along x.
+TEST(Winograd2DLibrary, P32PastItsChannelLimitTakesTheDirectForm) {
+    if (!gpu_available()) {
+        GTEST_SKIP() << "no usable CUDA device (" << gpu_unavailable_reason()
+                     << "); GPU library not exercised";
+    }
+    const int cin = int(kP32Winograd2DMaxInChannels) + 3;
+    Conv2dScaleMin m(cin, 6, 3, 1.5f, DeviceChoice::GPU, 71);
+    const Tensor in = random_tensor({2, cin, 11, 21}, 72);
+    const HostTensor ref = p32_reference(m, in);
+    const Tensor x = in.to(Device::GPU);
+    for (bool winograd : {true, false}) {
+        SCOPED_TRACE(winograd ? "Winograd requested" : "direct requested");
+        Tensor out = Tensor::empty(m.output_shape(in.shape()), Device::GPU);
+        ASSERT_EQ(fusedconv_p32_xy_cuda(x.raw(), m.conv_weight().raw(), m.conv_bias().raw(), 1.5f,
+                                        winograd, out.raw()),
+                  0);
+        EXPECT_TRUE(matches(out, ref));
+    }
+}
+
 TEST_P(Numerics, InfinitiesInP32BehaveLikePyTorchForEitherSignOfScale) {
     // scale 0: inf * 0 is NaN in PyTorch, so every position seeing an
     // infinity becomes NaN.
