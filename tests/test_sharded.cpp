@@ -352,4 +352,19 @@ TEST(TwoGpus, ShardedBitIdenticalToOneForward) {
     }
 }
 
+// One replica on GPU 1 for data on GPU 0: p83 in training mode runs its
+// shard (the whole batch, from sample 0) as one piece, so its dropout mask is
+// the one-GPU forward's.
+TEST(TwoGpus, RemoteShardKeepsTheDropoutMask) {
+    REQUIRE_TWO_GPUS();
+    std::unique_ptr<Model> here = make(Kind::P83, DeviceChoice::GPU, 3, true);
+    std::unique_ptr<Model> there = make(Kind::P83, DeviceChoice::GPU, 3, true);
+    there->to(Device::GPU, 1);
+    const Tensor in = random_tensor(input_shape(Kind::P83, 6), 77).to(Device::GPU, 0);
+    const Tensor expected = here->forward(in);
+    const Tensor got = sharded_forward({there.get()}, in);
+    EXPECT_EQ(got.device_index(), 0);
+    EXPECT_TRUE(bit_identical(got, expected));
+}
+
 }  // namespace
