@@ -320,14 +320,22 @@ def report(json_path, out_dir=None):
                           " (no chart: %s)" % no_chart if no_chart else ", " + png_path))
 
 
+def default_paths(results_dir):
+    """Every results file of the benchmark in results_dir; the scaling files (scaling-*.json)
+    have their own records and renderer (bench/scaling_table.py)."""
+    return sorted(p for p in glob.glob(os.path.join(results_dir, "*.json"))
+                  if not os.path.basename(p).startswith("scaling-"))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Markdown table and PNG chart from bench results JSON.")
     ap.add_argument("results", nargs="*",
-                    help="results JSON file(s) (default: every bench/results/*.json)")
+                    help="results JSON file(s) (default: every bench/results/*.json but the "
+                         "scaling-*.json files, which bench/scaling_table.py renders)")
     ap.add_argument("--out-dir", default=None,
                     help="where to write <slug>.md and <slug>.png (default: beside each JSON)")
     args = ap.parse_args(argv)
-    paths = args.results or sorted(glob.glob(os.path.join(results_io.RESULTS_DIR, "*.json")))
+    paths = args.results or default_paths(results_io.RESULTS_DIR)
     if not paths:
         print("no results: %s/*.json is empty" % results_io.RESULTS_DIR, file=sys.stderr)
         return 1

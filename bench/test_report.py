@@ -82,5 +82,13 @@ class Report(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(d, "nvidia-test-gpu.png")))
         self.assertNotIn("![", md)
 
+    def test_default_leaves_the_scaling_files_to_their_renderer(self):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        for name in ("nvidia-test-gpu.json", "scaling-nvidia-test-gpu.json", "notes.txt"):
+            open(os.path.join(d, name), "w").close()
+        self.assertEqual(report.default_paths(d), [os.path.join(d, "nvidia-test-gpu.json")])
+
+
 if __name__ == "__main__":
     unittest.main()
