@@ -155,8 +155,11 @@ TEST(OpsErrors, ShapesAndValuesAreNamed) {
     EXPECT_TRUE(throws_error([&] { p83_forward(x5, w5, b, g, be, p, out83); },
                              {"p83_forward", "between 0 and 1", "-0.5"}));
     p.dropout_p = 0.5f;
-    p.eps = kNaN;
-    EXPECT_TRUE(throws_error([&] { p83_forward(x5, w5, b, g, be, p, out83); }, {"eps", "nan"}));
+    for (float eps : {kNaN, 0.0f, -1e-5f}) {
+        p.eps = eps;
+        EXPECT_TRUE(throws_error([&] { p83_forward(x5, w5, b, g, be, p, out83); },
+                                 {"eps", "finite and > 0"}));
+    }
 }
 
 // Without a GPU, a GPU tensor among CPU ones cannot even be made; with one,

@@ -215,8 +215,8 @@ def p83(x, weight, bias, norm_weight, norm_bias, groups, eps=1e-5, min_value=0.0
     p = _float(where, "dropout_p", dropout_p)
     if not 0.0 <= p <= 1.0:
         raise ValueError("%s: dropout_p=%r is outside [0, 1]" % (where, p))
-    if not e >= 0.0:
-        raise ValueError("%s: eps=%r must be non-negative" % (where, e))
+    if not (e > 0.0 and math.isfinite(e)):
+        raise ValueError("%s: eps=%r must be finite and > 0 (as the C++ API requires)" % (where, e))
     if not isinstance(training, (bool, int)) and type(training).__name__ != "bool_":
         raise TypeError("%s: training must be a bool, got %r" % (where, training))
     train = 1 if training else 0

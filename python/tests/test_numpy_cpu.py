@@ -325,7 +325,8 @@ class Errors(unittest.TestCase):
         self.expect(ValueError, r"dropout_p=nan is outside", p83, *args, 2, dropout_p=float("nan"))
         self.expect(ValueError, r"seed=-1 is outside \[0, 4294967295\]", p83, *args, 2, seed=-1)
         self.expect(ValueError, r"seed=4294967296 is outside", p83, *args, 2, seed=2**32)
-        self.expect(ValueError, r"eps=-1.0 must be non-negative", p83, *args, 2, eps=-1.0)
+        self.expect(ValueError, r"eps=-1.0 must be finite and > 0", p83, *args, 2, eps=-1.0)
+        self.expect(ValueError, r"eps=0.0 must be finite and > 0", p83, *args, 2, eps=0.0)
         self.expect(TypeError, "training must be a bool", p83, *args, 2, training="yes")
 
 

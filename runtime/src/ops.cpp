@@ -303,8 +303,9 @@ void p83_run(const char *who, const Tensor &input, const Tensor &weight, const T
              const Tensor &norm_weight, const Tensor &norm_bias, const P83Params &params,
              Tensor &output, const ExecOptions &options) {
     check_dropout_p(who, params.dropout_p);
-    if (!(params.eps >= 0.0f) || std::isinf(params.eps)) {
-        throw Error(prefix(who) + "eps must be finite and >= 0, got " + float_string(params.eps));
+    // > 0, as the model's set_eps and the CLI require (p83_model.cpp says why).
+    if (!(params.eps > 0.0f) || std::isinf(params.eps)) {
+        throw Error(prefix(who) + "eps must be finite and > 0, got " + float_string(params.eps));
     }
     Args args(who);
     args.add("input", input);

@@ -56,7 +56,7 @@ void p32_forward(const Tensor &input, const Tensor &weight, const Tensor &bias,
 // Output (N, Cout, D', H', W').
 struct P83Params {
     int groups = 8;
-    float eps = 1e-5f;
+    float eps = 1e-5f;  // GroupNorm's, finite and > 0 (as the model's set_eps)
     float min_value = 0.0f, clamp_min = 0.0f, clamp_max = 1.0f;
     float dropout_p = 0.2f;  // in [0, 1]
     bool training = true;
