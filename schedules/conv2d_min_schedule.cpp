@@ -159,9 +159,9 @@ void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t, WinogradTapsLayout taps
 }
 
 void schedule_conv2d_min(Conv2dMinPipeline &p, const Conv2dMinParams &t, const Target &target,
-                         WinogradTapsLayout taps) {
+                         WinogradTapsLayout taps, Winograd2DChoice model) {
     if (target.has_gpu_feature() && p.form.dims == WinogradDims::XY) {
-        gpu_conv2d_min_winograd2d(p, t);
+        gpu_conv2d_min_winograd2d(p, t, t.wino2d_tiles_x(model));
     } else if (target.has_gpu_feature()) {
         gpu(p, t, taps);
     } else {
@@ -182,29 +182,35 @@ WinogradTapsLayout taps_layout(const Conv2dMinParams &t, WinogradTapsLayout meas
 
 }  // namespace
 
-WinogradForm Conv2dMinParams::winograd_choice(const Target &target) const {
+WinogradForm Conv2dMinParams::winograd_choice(const Target &target, Winograd2DChoice model) const {
     const std::string dims = gpu_winograd_dims;
     if (dims != "x" && dims != "xy") {
         throw CompileError("conv2d-min GPU schedule: gpu_winograd_dims must be x or xy, not \"" +
                            dims + "\"");
     }
-    if (gpu_wino2d_max_cin < 1) {
-        throw CompileError("conv2d-min GPU schedule: gpu_wino2d_max_cin must be at least 1, not " +
-                           std::to_string(int(gpu_wino2d_max_cin)));
+    if (gpu_wino2d_max_cin < 0) {
+        throw CompileError("conv2d-min GPU schedule: gpu_wino2d_max_cin must be at least 1 (or 0: "
+                           "the model's choice), not " + std::to_string(int(gpu_wino2d_max_cin)));
     }
     WinogradForm form;
     form.dims = target.has_gpu_feature() && dims == "xy" ? WinogradDims::XY : WinogradDims::X;
-    form.max_cin_2d = gpu_wino2d_max_cin;
+    form.max_cin_2d = gpu_wino2d_max_cin == 0 ? model.max_cin : int(gpu_wino2d_max_cin);
     return form;
 }
 
-// Each model\'s measured taps layout (schedules/NOTES.md).
+int Conv2dMinParams::wino2d_tiles_x(Winograd2DChoice model) const {
+    return gpu_wino2d_tiles_x == 0 ? model.tiles_x : int(gpu_wino2d_tiles_x);
+}
+
+// Each model's measured taps layout and F(4x4, 3x3) choice (schedules/NOTES.md).
 void schedule_p25(Conv2dMinPipeline &p, const Conv2dMinParams &t, const Target &target) {
-    schedule_conv2d_min(p, t, target, taps_layout(t, WinogradTapsLayout::PointsInnermost));
+    schedule_conv2d_min(p, t, target, taps_layout(t, WinogradTapsLayout::PointsInnermost),
+                        kP25Winograd2D);
 }
 
 void schedule_p32(Conv2dMinPipeline &p, const Conv2dMinParams &t, const Target &target) {
-    schedule_conv2d_min(p, t, target, taps_layout(t, WinogradTapsLayout::ChannelsInnermost));
+    schedule_conv2d_min(p, t, target, taps_layout(t, WinogradTapsLayout::ChannelsInnermost),
+                        kP32Winograd2D);
 }
 
 }  // namespace fusedconv::schedules

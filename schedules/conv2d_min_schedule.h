@@ -6,6 +6,16 @@
 
 namespace fusedconv::schedules {
 
+// The F(4x4, 3x3) libraries' per-model choices, taken where gpu_wino2d_max_cin
+// and gpu_wino2d_tiles_x are 0 (their defaults): the best that bench/tune
+// measured for each model on an H100 and an H200 alike (schedules/NOTES.md).
+// generators/CMakeLists.txt reads max_cin from these two lines.
+struct Winograd2DChoice {
+    int max_cin, tiles_x;
+};
+constexpr Winograd2DChoice kP25Winograd2D{16, 8};
+constexpr Winograd2DChoice kP32Winograd2D{64, 4};
+
 struct Conv2dMinParams {
     // GPU: output pixels per block (one warp); each lane holds the tile's
     // convolution for one channel in registers (tile_x * tile_y of them; the
@@ -46,13 +56,17 @@ struct Conv2dMinParams {
     // block's 4x4 tiles along x and y, the tiles of one thread along x, and
     // how many input channels the sums' loop unrolls. A block's shared
     // memory (< 48 KB): 144 tiles_x tiles_y max_cin bytes of transformed
-    // input, 64 (32 + 1) tiles_x tiles_y bytes of conv values.
-    Halide::GeneratorParam<int> gpu_wino2d_max_cin{"gpu_wino2d_max_cin", 16};
-    Halide::GeneratorParam<int> gpu_wino2d_tiles_x{"gpu_wino2d_tiles_x", 4};
-    Halide::GeneratorParam<int> gpu_wino2d_tiles_y{"gpu_wino2d_tiles_y", 2};
+    // input, 64 (32 + 1) tiles_x tiles_y bytes of conv values. max_cin and
+    // tiles_x 0: the model's choice (Winograd2DChoice above).
+    Halide::GeneratorParam<int> gpu_wino2d_max_cin{"gpu_wino2d_max_cin", 0};
+    Halide::GeneratorParam<int> gpu_wino2d_tiles_x{"gpu_wino2d_tiles_x", 0};
+    Halide::GeneratorParam<int> gpu_wino2d_tiles_y{"gpu_wino2d_tiles_y", 1};
     Halide::GeneratorParam<int> gpu_wino2d_tiles_per_thread{"gpu_wino2d_tiles_per_thread", 4};
-    Halide::GeneratorParam<int> gpu_wino2d_cin_unroll{"gpu_wino2d_cin_unroll", 2};
-    WinogradForm winograd_choice(const Halide::Target &target) const;
+    Halide::GeneratorParam<int> gpu_wino2d_cin_unroll{"gpu_wino2d_cin_unroll", 4};
+    // The Winograd form of the CUDA libraries, max_cin resolved for `model`.
+    WinogradForm winograd_choice(const Halide::Target &target, Winograd2DChoice model) const;
+    // gpu_wino2d_tiles_x resolved for `model`.
+    int wino2d_tiles_x(Winograd2DChoice model) const;
     // CPU: vector width over x, and channels accumulated at once.
     Halide::GeneratorParam<int> cpu_vector{"cpu_vector", 8};
     Halide::GeneratorParam<int> cpu_channel_block{"cpu_channel_block", 8};

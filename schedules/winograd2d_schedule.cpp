@@ -6,12 +6,12 @@ namespace fusedconv::schedules {
 using namespace Halide;
 
 // The Winograd kernel: a block of 32 x tiles_x / tiles_per_thread x tiles_y
-// threads owns tiles_x x tiles_y Winograd tiles (default 4 x 2: 16 x 8
-// output pixels) of one sample. It stages the transformed input v of every
-// input channel of its tiles in shared memory once (Cin <= max_cin, default
-// 16: 18 KB); then, per round of 32 output channels, each thread accumulates
-// over the input channels the 36 transform-domain sums of its tiles (default
-// 4) x 1 output channel in registers (per input channel and tile 36 FFMA,
+// threads owns tiles_x x tiles_y Winograd tiles (defaults: p25 8 x 1, 32 x 4
+// output pixels; p32 4 x 1) of one sample. It stages the transformed input v
+// of every input channel of its tiles in shared memory once (Cin <= max_cin,
+// p25 16: 18 KB, p32 64: 37 KB); then, per round of 32 output channels, each
+// thread accumulates over the input channels the 36 transform-domain sums of
+// its tiles (4) x 1 output channel in registers (per input channel and tile 36 FFMA,
 // 9 LDS.128 of v; per input channel 9 LDG.128 of u through L1), applies the
 // output transform and writes its conv values to shared memory, where the
 // threads, one per pixel, fold the round into the running channel min. The
@@ -19,13 +19,10 @@ using namespace Halide;
 // recomputation of NaN tiles) is a second kernel (out is specialized) with
 // the same threads: 1 channel x 4 tiles_per_thread x 4 pixels each, inputs
 // and weights through L1.
-// Measured (H200, 2026-11-25, p25, the defaults): 3.14-3.17 ms against
-// 3.39-3.40 for the form along x (H100: 3.15 against 3.40); ncu: 255
-// registers, 4 blocks (8 warps) per SM by registers and shared memory alike,
-// issue 41% of cycles, L1 73% busy; stalls per issue: u's global loads
-// 1.27, v's shared loads 1.05 (schedules/NOTES.md). Tuned (bench/tune):
-// p25 with 8 x 1 tiles and 4 channels unrolled 3.00 ms (H200); p32 with its
-// 64 channels staged, 4 x 1 tiles 9.86 ms against 11.9 along x.
+// Measured (H200, 2026-11-25; the defaults are bench/tune's best on an H100
+// and an H200): p25 3.00 ms against 3.39-3.40 for the form along x; p32 9.86
+// ms against 11.9 along x (ncu: one-warp blocks with 45.5 KB of shared
+// memory, so 5 warps per SM; issue 40%, FMA pipe 30%); schedules/NOTES.md.
 namespace {
 constexpr int kTile = 4, kPoints = 6;
 constexpr int kChannelsPerThread = 1;
@@ -33,15 +30,16 @@ constexpr int kRound = 32 * kChannelsPerThread;  // channels per round
 constexpr int kSharedBytes = 48 * 1024;          // static shared memory of a block
 }  // namespace
 
-void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
-    const int tiles_x = t.gpu_wino2d_tiles_x, tiles_y = t.gpu_wino2d_tiles_y;
+void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t, int tiles_x) {
+    const int tiles_y = t.gpu_wino2d_tiles_y;
     const int per_thread = t.gpu_wino2d_tiles_per_thread, cin_unroll = t.gpu_wino2d_cin_unroll;
     const int max_cin = p.form.max_cin_2d;
     auto fail = [](const std::string &why) {
         throw CompileError("conv2d-min F(4x4, 3x3) GPU schedule: " + why);
     };
     // Each thread folds per_thread / 2 of the block's pixels into the min.
-    if (tiles_y < 1 || per_thread < 2 || per_thread % 2 != 0 || tiles_x % per_thread != 0) {
+    if (tiles_x < 1 || tiles_y < 1 || per_thread < 2 || per_thread % 2 != 0 ||
+        tiles_x % per_thread != 0) {
         fail("gpu_wino2d_tiles_x (" + std::to_string(tiles_x) + ") must be a multiple of "
              "gpu_wino2d_tiles_per_thread (" + std::to_string(per_thread) + "), which must be "
              "even and positive, gpu_wino2d_tiles_y (" + std::to_string(tiles_y) + ") positive");
@@ -130,7 +128,7 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t) {
 
     // Winograd: per thread 4 tiles x 1 channel x 36 sums in registers; the
     // points read 4 at a time (vector loads of u and v); input
-    // channels unrolled by 2, so the next channel's loads can be issued
+    // channels unrolled (4), so the next channel's loads can be issued
     // while this one's FMAs run.
     w.m.compute_at(round, pa)
         .store_in(MemoryType::Register)

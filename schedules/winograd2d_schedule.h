@@ -6,6 +6,7 @@
 
 namespace fusedconv::schedules {
 
-void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t);
+// tiles_x: gpu_wino2d_tiles_x resolved for the model (Conv2dMinParams::wino2d_tiles_x).
+void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t, int tiles_x);
 
 }  // namespace fusedconv::schedules

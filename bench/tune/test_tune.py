@@ -201,11 +201,23 @@ class SpaceTest(unittest.TestCase):
                      {"default": "rows"}):
             with self.subTest(taps=taps), self.assertRaises(tune.TuneError):
                 tune.LibSpace("p24_cuda", self.alias_spec(**taps))
-        # An alias of a number: JSON keys are strings, so "0" could never stand for 0.
+        # An integer param's alias keys must read as integers (JSON keys are strings).
         params = dict(small_spec()["params"])
-        params["gpu_tile_y"] = {"values": [1, 2, 4], "aliases": {"0": 2}, "default": 2}
+        params["gpu_tile_y"] = {"values": [1, 2, 4], "aliases": {"auto": 2}, "default": 2}
         with self.assertRaises(tune.TuneError):
             tune.LibSpace("p24_cuda", small_spec(params=params))
+
+    def test_integer_aliases_stand_for_their_value_in_keys_and_constraints(self):
+        params = dict(small_spec()["params"])
+        params["gpu_tile_y"] = {"values": [1, 2, 4], "aliases": {"0": 4}, "default": 0}
+        spec = small_spec(params=params)
+        spec["constraints"] = [{"expr": "gpu_tile_y >= 2", "kind": "prune", "why": "test"}]
+        s = tune.LibSpace("p24_cuda", spec)
+        zero = dict(s.default)
+        self.assertEqual(s.canonical_value("gpu_tile_y", 0), 4)
+        self.assertEqual(s.key(zero), s.key({**zero, "gpu_tile_y": 4}))
+        self.assertTrue(s.valid(zero))  # 0 stands for 4, which the constraint allows
+        self.assertFalse(s.valid({**zero, "gpu_tile_y": 1}))
 
     def test_repository_aliases_resolve_as_the_schedule_does(self):
         # schedules/conv2d_min_schedule.cpp: "auto" is points innermost for p25, channels for p32
@@ -213,6 +225,10 @@ class SpaceTest(unittest.TestCase):
         space = tune.load_space()
         self.assertEqual(space["p25_cuda"].canonical_value("gpu_winograd_taps", "auto"), "points")
         self.assertEqual(space["p32_cuda"].canonical_value("gpu_winograd_taps", "auto"), "channels")
+        # gpu_wino2d_max_cin / _tiles_x 0: kP25Winograd2D and kP32Winograd2D.
+        for lib, max_cin, tiles_x in (("p25_xy_cuda", 16, 8), ("p32_xy_cuda", 64, 4)):
+            self.assertEqual(space[lib].canonical_value("gpu_wino2d_max_cin", 0), max_cin)
+            self.assertEqual(space[lib].canonical_value("gpu_wino2d_tiles_x", 0), tiles_x)
 
 
 def fresh_ls(shape=(2, 3, 24, 32, 32)):

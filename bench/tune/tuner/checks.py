@@ -7,7 +7,7 @@ from pathlib import Path
 from .headers import check_space_against_headers, reference_point
 from .messages import log
 from .process import run_cmd
-from .space import load_space
+from .space import fmt_value, load_space
 
 
 def cmd_check_space(args):
@@ -40,17 +40,22 @@ def cmd_check_aliases(args):
                 if not s.aliases[name]:
                     continue
                 stmts = {}
+                fixed = [f"{k}={fmt_value(v)}" for k, v in s.fixed.items()]
                 for value in sorted(set(s.values[name]) | set(s.aliases[name])):
+                    # A value the constraints refuse beside the other defaults cannot be built.
+                    if not s.buildable({**s.default, name: value}):
+                        continue
                     out = Path(tmp) / f"{lib}-{name}-{value}"
                     out.mkdir()
                     run_cmd([args.generator, "-g", s.generator, "-f", "f", "-e", "stmt", "-o", out,
-                             f"target={args.target}", f"{name}={value}"],
+                             f"target={args.target}", *fixed, f"{name}={value}"],
                             f"{lib}: the generator with {name}={value}")
                     stmts[value] = (out / "f.stmt").read_text()
                 for alias, target in s.aliases[name].items():
                     checked += 1
                     same = stmts[alias] == stmts[target]
-                    also = [v for v in s.values[name] if v != target and stmts[v] == stmts[alias]]
+                    also = [v for v in stmts if v not in (alias, target) and v in s.values[name]
+                            and stmts[v] == stmts[alias]]
                     ok = same and not also
                     log(f"{lib}: {name}={alias} builds {name}={target}: "
                         + ("yes" if ok else "NO" if not same else f"yes, but also {also}"))

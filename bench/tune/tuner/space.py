@@ -39,6 +39,21 @@ def expand_values(name, spec):
     return vals
 
 
+def _typed_aliases(lib, name, aliases, values):
+    """search_space.json's aliases of a param, keyed like its values: strings, or integers."""
+    if not aliases:
+        return {}
+    if all(isinstance(v, str) for v in values):
+        return dict(aliases)
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        try:
+            return {int(k): t for k, t in aliases.items()}
+        except ValueError:
+            raise TuneError(f"{lib}: param {name}: the aliases of an integer param must be "
+                            f"integers, got {sorted(aliases)}") from None
+    raise TuneError(f"{lib}: param {name}: aliases are for string- or integer-valued params only")
+
+
 class LibSpace:
     """The search space of one library (p32_cuda): ordered params, constants, constraints."""
 
@@ -65,13 +80,13 @@ class LibSpace:
         # "aliases": {value: candidate value}: a value that builds the same library as a
         # candidate (gpu_winograd_taps "auto" is one layout or the other), so that a point and
         # its alias are one point: not picked, built and timed twice.
-        self.aliases = {n: dict(spec["params"][n].get("aliases", {})) for n in self.names}
+        # An integer param's aliases are integers too (JSON object keys are strings: "0": 64
+        # makes 0 stand for 64, as gpu_wino2d_max_cin 0 is the model's choice).
+        self.aliases = {n: _typed_aliases(lib, n, spec["params"][n].get("aliases", {}),
+                                          self.values[n]) for n in self.names}
         for n in self.names:
             if self.default[n] is None:
                 raise TuneError(f"{lib}: param {n} has no default")
-            if self.aliases[n] and not all(isinstance(v, str) for v in self.values[n]):
-                # JSON object keys are strings: an alias of a number would never match.
-                raise TuneError(f"{lib}: param {n}: aliases are for string-valued params only")
             for alias, target in self.aliases[n].items():
                 if alias in self.values[n] or target not in self.values[n]:
                     raise TuneError(f"{lib}: param {n}: alias {alias!r} must not be a candidate "
@@ -94,8 +109,10 @@ class LibSpace:
         self._points = None
 
     def env(self, point):
+        # Constraints see what a value builds: an alias as the value it stands for.
         env = dict(self.constants)
-        env.update(point)
+        env.update({n: self.canonical_value(n, v) if n in self.aliases else v
+                    for n, v in point.items()})
         return env
 
     def violations(self, point):
@@ -105,6 +122,11 @@ class LibSpace:
     def valid(self, point):
         env = self.env(point)
         return all(e.evaluate(env) for e, _, _ in self.constraints)
+
+    def buildable(self, point):
+        """The hard constraints hold (prune constraints only keep a point from being picked)."""
+        env = self.env(point)
+        return all(e.evaluate(env) for e, kind, _ in self.constraints if kind == "hard")
 
     def product_size(self):
         n = 1
