@@ -138,7 +138,10 @@ void sharded_forward_into(const std::vector<Model *> &replicas, const Tensor &in
         const Model &m = *replicas[i];
         if (gpu_to_other_gpu(input, m) || gpu_to_other_gpu(output, m)) {
             if (input.device() == Device::GPU) cuda::stream_synchronize(input.device_index(), nullptr);
-            if (output.device() == Device::GPU) cuda::stream_synchronize(output.device_index(), nullptr);
+            if (output.device() == Device::GPU && !(input.device() == Device::GPU &&
+                                                    input.device_index() == output.device_index())) {
+                cuda::stream_synchronize(output.device_index(), nullptr);
+            }
             break;
         }
     }

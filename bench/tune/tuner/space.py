@@ -125,8 +125,7 @@ class LibSpace:
 
     def buildable(self, point):
         """The hard constraints hold (prune constraints only keep a point from being picked)."""
-        env = self.env(point)
-        return all(e.evaluate(env) for e, kind, _ in self.constraints if kind == "hard")
+        return all(kind != "hard" for _, kind, _ in self.violations(point))
 
     def product_size(self):
         n = 1
