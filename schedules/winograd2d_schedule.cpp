@@ -22,7 +22,8 @@ using namespace Halide;
 // Measured (H200, 2026-11-25; the defaults are bench/tune's best on an H100
 // and an H200): p25 3.00 ms against 3.39-3.40 for the form along x; p32 9.86
 // ms against 11.9 along x (ncu: one-warp blocks with 45.5 KB of shared
-// memory, so 5 warps per SM; issue 40%, FMA pipe 30%); schedules/NOTES.md.
+// memory, so 5 warps per SM; issue 40%, FMA pipe 30%, L1 80% and L2 72%
+// busy: every block reads all of u from L2); schedules/NOTES.md.
 namespace {
 constexpr int kTile = 4, kPoints = 6;
 constexpr int kChannelsPerThread = 1;
