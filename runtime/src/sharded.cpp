@@ -134,15 +134,15 @@ void sharded_forward_into(const std::vector<Model *> &replicas, const Tensor &in
 
     // The peer copies of run_shard run on the replicas' streams: the work
     // the caller queued on the input's and output's GPUs must be done first.
-    for (size_t i = 0; i < ranges.size(); ++i) {
-        const Model &m = *replicas[i];
-        if (gpu_to_other_gpu(input, m) || gpu_to_other_gpu(output, m)) {
-            if (input.device() == Device::GPU) cuda::stream_synchronize(input.device_index(), nullptr);
-            if (output.device() == Device::GPU && !(input.device() == Device::GPU &&
-                                                    input.device_index() == output.device_index())) {
-                cuda::stream_synchronize(output.device_index(), nullptr);
-            }
-            break;
+    const bool peer_copies =
+        std::any_of(replicas.begin(), replicas.begin() + ranges.size(), [&](const Model *m) {
+            return gpu_to_other_gpu(input, *m) || gpu_to_other_gpu(output, *m);
+        });
+    if (peer_copies) {
+        if (input.device() == Device::GPU) cuda::stream_synchronize(input.device_index(), nullptr);
+        if (output.device() == Device::GPU && !(input.device() == Device::GPU &&
+                                                input.device_index() == output.device_index())) {
+            cuda::stream_synchronize(output.device_index(), nullptr);
         }
     }
 
