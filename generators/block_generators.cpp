@@ -84,6 +84,29 @@ private:
     std::vector<Func> roots;
 };
 
+// A 3x3x3 conv3d in the F(4x4, 3x3) form over x and y (winograd2d.h), for
+// the accuracy tests.
+class BlockConv3dWinogradXY : public Generator<BlockConv3dWinogradXY> {
+public:
+    Input<Buffer<float, 5>> input{"input"};
+    Input<Buffer<float, 5>> weight{"weight"};
+    Input<Buffer<float, 1>> bias{"bias"};
+    Output<Buffer<float, 5>> output{"output"};
+    void generate() {
+        V v;
+        auto w = blocks::conv3d_winograd_xy(
+            input, weight, bias, weight.dim(0).extent(), weight.dim(1).extent(),
+            weight.dim(2).extent(), weight.dim(3).extent(), weight.dim(4).extent(),
+            input.dim(0).extent(), input.dim(1).extent(), input.dim(2).extent());
+        output(v.x, v.y, v.z, v.c, v.n) = w.f(v.x, v.y, v.z, v.c, v.n);
+        roots = {w.u, w.v, w.m};
+    }
+    void schedule() { schedules::schedule_block(roots, output); }
+
+private:
+    std::vector<Func> roots;
+};
+
 // min over depth (5D -> 4D) and over channels (4D -> (x, y, n)).
 class BlockMinDepth : public Generator<BlockMinDepth> {
 public:
@@ -182,6 +205,7 @@ public:
 HALIDE_REGISTER_GENERATOR(fusedconv::BlockConv2d, block_conv2d)
 HALIDE_REGISTER_GENERATOR(fusedconv::BlockConv3d, block_conv3d)
 HALIDE_REGISTER_GENERATOR(fusedconv::BlockConv2dWinograd, block_conv2d_winograd)
+HALIDE_REGISTER_GENERATOR(fusedconv::BlockConv3dWinogradXY, block_conv3d_winograd_xy)
 HALIDE_REGISTER_GENERATOR(fusedconv::BlockMinDepth, block_min_depth)
 HALIDE_REGISTER_GENERATOR(fusedconv::BlockMinChannels, block_min_channels)
 HALIDE_REGISTER_GENERATOR(fusedconv::BlockSoftmax, block_softmax)

@@ -29,7 +29,7 @@ public:
         p = build_p83(input, weight, bias, gamma, beta, input.dim(0).extent(),
                       input.dim(1).extent(), input.dim(2).extent(), prm, weight.dim(0).extent(),
                       weight.dim(1).extent(), weight.dim(2).extent(), weight.dim(3).extent(),
-                      weight.dim(4).extent());
+                      weight.dim(4).extent(), tunables.xy_max_cin(get_target()));
         blocks::V v;
         output(v.x, v.y, v.z, v.c, v.n) = p.output(v.x, v.y, v.z, v.c, v.n);
         p.output = output;

@@ -83,15 +83,33 @@ Conv2dMinPipeline build_p25(Func input, Func weight, Func bias, Expr in_w, Expr 
 
 P83Pipeline build_p83(Func input, Func weight, Func bias, Func gamma, Func beta, Expr in_w,
                       Expr in_h, Expr in_depth, const P83Params &prm, Expr kw, Expr kh, Expr kd,
-                      Expr cin, Expr cout) {
+                      Expr cin, Expr cout, int xy_max_cin) {
     V v;
     P83Pipeline p;
     p.kw = kw, p.kh = kh, p.kd = kd, p.cin = cin, p.cout = cout;
     p.conv = conv3d(input, weight, bias, kw, kh, kd, cin, cout, in_w, in_h, in_depth);
+    p.xy_max_cin = xy_max_cin;
+    if (xy_max_cin > 0) {
+        // The form reads at most xy_max_cin channels, so that its staging's
+        // bound holds in the direct form's kernel too (as in conv2d_min).
+        p.winograd = conv3d_winograd_xy(input, weight, bias, kw, kh, kd, min(cin, xy_max_cin),
+                                        cout, in_w, in_h, in_depth);
+        p.use_winograd = kw == kWinogradTaps && kh == kWinogradTaps && kd == kWinogradTaps &&
+                         cin <= xy_max_cin;
+        p.conv_value = Func("conv_value");
+        p.conv_value(v.x, v.y, v.z, v.c, v.n) =
+            select(p.use_winograd, p.winograd.f(v.x, v.y, v.z, v.c, v.n),
+                   p.conv.f(v.x, v.y, v.z, v.c, v.n));
+    } else {
+        p.use_winograd = Internal::const_false();
+        p.conv_value = p.conv.f;
+    }
     Expr out_w = in_w - kw + 1, out_h = in_h - kh + 1, out_d = in_depth - kd + 1;
+    p.out_w = out_w, p.out_h = out_h, p.out_d = out_d;
     Expr cpg = cout / prm.groups;
-    p.stats = groupnorm_stats(p.conv.f, out_w, out_h, out_d, cpg, prm.eps);
-    Expr normed = groupnorm_apply(p.conv.f, p.stats, gamma, beta, cpg, v.x, v.y, v.z, v.c, v.n);
+    p.stats = groupnorm_stats(p.conv_value, out_w, out_h, out_d, cpg, prm.eps);
+    Expr normed =
+        groupnorm_apply(p.conv_value, p.stats, gamma, beta, cpg, v.x, v.y, v.z, v.c, v.n);
     Expr clamped = min_then_clamp(normed, prm.min_value, prm.clamp_lo, prm.clamp_hi);
     // The dropout mask is keyed on the element's index in the contiguous
     // PyTorch (N, C, D, H, W) output tensor.

@@ -70,14 +70,26 @@ struct P83Params {
 };
 struct P83Pipeline {
     blocks::Conv conv;
+    // Where xy_max_cin > 0: Winograd F(4x4, 3x3) over x and y (winograd2d.h)
+    // for 3x3x3 kernels with at most xy_max_cin input channels (a schedule
+    // stages the transformed input of all of them), whose result is NaN on
+    // purpose where its sums are not all finite (the caller recomputes those
+    // samples in the direct form); conv_value selects it (use_winograd) or
+    // the direct form. Otherwise conv_value is conv.f itself.
+    int xy_max_cin = 0;
+    blocks::ConvWinograd3D winograd;
+    Halide::Expr use_winograd;
+    Halide::Func conv_value;  // (x, y, z, c, n)
     blocks::GroupNormStats stats;
     Halide::Func output;  // (x, y, z, c, n)
     Halide::Expr kw, kh, kd, cin, cout;
+    Halide::Expr out_w, out_h, out_d;  // the output's extents
 };
 // in_w, in_h, in_depth: the input's extents; the output's are in - k + 1.
 P83Pipeline build_p83(Halide::Func input, Halide::Func weight, Halide::Func bias,
                       Halide::Func gamma, Halide::Func beta, Halide::Expr in_w, Halide::Expr in_h,
                       Halide::Expr in_depth, const P83Params &params, Halide::Expr kw,
-                      Halide::Expr kh, Halide::Expr kd, Halide::Expr cin, Halide::Expr cout);
+                      Halide::Expr kh, Halide::Expr kd, Halide::Expr cin, Halide::Expr cout,
+                      int xy_max_cin = 0);
 
 }  // namespace fusedconv

@@ -4,13 +4,71 @@ namespace fusedconv::blocks {
 
 using namespace Halide;
 
+namespace {
+
+// Args: the Vars a, then the Vars of `rest`.
+std::vector<Expr> args(std::initializer_list<Expr> a, const std::vector<Var> &rest) {
+    std::vector<Expr> out(a);
+    out.insert(out.end(), rest.begin(), rest.end());
+    return out;
+}
+
+// u = G g GT: rows of taps along x, then the columns of those along y.
+// weight(kx, ky, rest...); ux(k, ky, rest...); u(k, l, rest...).
+void define_taps(Func &ux, Func &u, Func weight, const Var &k, const Var &l,
+                 const std::vector<Var> &rest) {
+    V v;
+    ux(args({k, v.y}, rest)) = mux(k, winograd_taps_transform(weight(args({0, v.y}, rest)),
+                                                             weight(args({1, v.y}, rest)),
+                                                             weight(args({2, v.y}, rest))));
+    u(args({k, l}, rest)) = mux(l, winograd_taps_transform(ux(args({k, 0}, rest)),
+                                                         ux(args({k, 1}, rest)),
+                                                         ux(args({k, 2}, rest))));
+}
+
+// v = BT d B: each of the patch's rows along x, then its columns along y.
+// source(x, y, rest...); vx(k, tx, y, rest...); v(k, l, tx, ty, rest...).
+void define_input(Func &vx, Func &v, Func source, const ConvWinograd2DVars &w,
+                  const std::vector<Var> &rest) {
+    const int T = kWinogradTile, K = kWinogradPoints;
+    V vv;
+    std::vector<Expr> row, col;
+    for (int q = 0; q < K; q++) row.push_back(source(args({T * w.tx + q, vv.y}, rest)));
+    vx(args({w.k, w.tx, vv.y}, rest)) = mux(w.k, winograd_input_transform(row));
+    for (int q = 0; q < K; q++) col.push_back(vx(args({w.k, w.tx, T * w.ty + q}, rest)));
+    v(args({w.k, w.l, w.tx, w.ty}, rest)) = mux(w.l, winograd_input_transform(col));
+}
+
+// out = AT m A: each row of m along x, then the columns along y, plus the
+// bias of channel `co` and the tile's poison. m(p, tx, ty, rest...) with p =
+// k + 6 l; ox(i, l, tx, ty, rest...); poison(tx, ty, rest...); tiles(i, j,
+// tx, ty, rest...).
+void define_output(Func &ox, Func &poison, Func &tiles, Func m, Func bias, const Expr &co,
+                   const Expr &cout, const ConvWinograd2DVars &w, const std::vector<Var> &rest) {
+    const int K = kWinogradPoints;
+    std::vector<Expr> mrow, mall, ocol;
+    for (int q = 0; q < K; q++) {
+        mrow.push_back(m(args({q + K * w.l, w.tx, w.ty}, rest)));
+        for (int p = 0; p < K; p++) mall.push_back(m(args({p + K * q, w.tx, w.ty}, rest)));
+    }
+    ox(args({w.i, w.l, w.tx, w.ty}, rest)) = mux(w.i, winograd_output_transform(mrow));
+    for (int q = 0; q < K; q++) ocol.push_back(ox(args({w.i, q, w.tx, w.ty}, rest)));
+    // AT's largest coefficient is 8, so 8 * 8 * sum |m| bounds every output;
+    // 128 keeps the form along x's factor 2 to spare.
+    poison(args({w.tx, w.ty}, rest)) = winograd_poison(mall, 128.0f);
+    tiles(args({w.i, w.j, w.tx, w.ty}, rest)) =
+        (bias(clamp(co, 0, cout - 1)) + poison(args({w.tx, w.ty}, rest))) +
+        mux(w.j, winograd_output_transform(ocol));
+}
+
+}  // namespace
+
 ConvWinograd2D conv2d_winograd_2d(Func input, Func weight, Func bias, Expr kw, Expr kh,
                                   Expr cin, Expr cout, Expr in_w, Expr in_h,
                                   const std::string &name) {
     V v;
     ConvWinograd2D w;
-    const Var &k = w.k, &l = w.l, &tx = w.tx, &ty = w.ty, &i = w.i, &j = w.j;
-    const int T = kWinogradTile, K = kWinogradPoints;
+    const int T = kWinogradTile, K = kWinogradPoints, G = kWinograd2DPointGroup;
     w.ux = Func(name + "_ux");
     w.u = Func(name + "_u");
     w.ug = Func(name + "_ug");
@@ -25,47 +83,69 @@ ConvWinograd2D conv2d_winograd_2d(Func input, Func weight, Func bias, Expr kw, E
 
     w.source = clamped_input2d(input, in_w, in_h, cin, name + "_src");
     w.weight = clamped_weight2d(weight, kw, kh, cin, cout, name + "_w");
+    define_taps(w.ux, w.u, w.weight, w.k, w.l, {v.z, v.c});
+    define_input(w.vx, w.v, w.source, w, {v.c, v.n});
 
-    // u = G g GT: rows of taps along x, then the columns of those along y.
-    w.ux(k, v.y, v.z, v.c) = mux(k, winograd_taps_transform(w.weight(0, v.y, v.z, v.c),
-                                                            w.weight(1, v.y, v.z, v.c),
-                                                            w.weight(2, v.y, v.z, v.c)));
-    w.u(k, l, v.z, v.c) = mux(l, winograd_taps_transform(w.ux(k, 0, v.z, v.c),
-                                                         w.ux(k, 1, v.z, v.c),
-                                                         w.ux(k, 2, v.z, v.c)));
-
-    // v = BT d B: each of the patch's rows along x, then its columns along y.
-    std::vector<Expr> row, col;
-    for (int q = 0; q < K; q++) row.push_back(w.source(T * tx + q, v.y, v.c, v.n));
-    w.vx(k, tx, v.y, v.c, v.n) = mux(k, winograd_input_transform(row));
-    for (int q = 0; q < K; q++) col.push_back(w.vx(k, tx, T * ty + q, v.c, v.n));
-    w.v(k, l, tx, ty, v.c, v.n) = mux(l, winograd_input_transform(col));
-
-    const int G = kWinograd2DPointGroup;
     Var q("wq"), g("wg");
     Expr point = G * g + q;
     w.ug(q, v.c, g, v.z) = w.u(point % K, point / K, v.z, v.c);
 
     // The sums over input channels, point by point (point = k + 6 l).
     const RDom &r = w.r;
-    const Var &pt = w.p;
+    const Var &pt = w.p, &tx = w.tx, &ty = w.ty;
     w.m(pt, tx, ty, v.c, v.n) = 0.0f;
     w.m(pt, tx, ty, v.c, v.n) += w.ug(pt % G, v.c, pt / G, r) * w.v(pt % K, pt / K, tx, ty, r, v.n);
 
-    // out = AT m A: each row of m along x, then the columns along y.
-    std::vector<Expr> mrow, mall, ocol;
-    for (int q = 0; q < K; q++) {
-        mrow.push_back(w.m(q + K * l, tx, ty, v.c, v.n));
-        for (int p = 0; p < K; p++) mall.push_back(w.m(p + K * q, tx, ty, v.c, v.n));
-    }
-    w.ox(i, l, tx, ty, v.c, v.n) = mux(i, winograd_output_transform(mrow));
-    for (int q = 0; q < K; q++) ocol.push_back(w.ox(i, q, tx, ty, v.c, v.n));
-    // AT's largest coefficient is 8, so 8 * 8 * sum |m| bounds every output;
-    // 128 keeps the form along x's factor 2 to spare.
-    w.poison(tx, ty, v.c, v.n) = winograd_poison(mall, 128.0f);
-    w.tiles(i, j, tx, ty, v.c, v.n) = (bias(clamp(v.c, 0, cout - 1)) + w.poison(tx, ty, v.c, v.n)) +
-                                      mux(j, winograd_output_transform(ocol));
+    define_output(w.ox, w.poison, w.tiles, w.m, bias, v.c, cout, w, {v.c, v.n});
     w.f(v.x, v.y, v.c, v.n) = w.tiles(v.x % T, v.y % T, v.x / T, v.y / T, v.c, v.n);
+    return w;
+}
+
+ConvWinograd3D conv3d_winograd_xy(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr kd,
+                                  Expr cin, Expr cout, Expr in_w, Expr in_h, Expr in_d,
+                                  const std::string &name) {
+    V v;
+    ConvWinograd3D w;
+    const int T = kWinogradTile, K = kWinogradPoints, G = kWinograd2DPointGroup;
+    w.ux = Func(name + "_ux");
+    w.u = Func(name + "_u");
+    w.ug = Func(name + "_ug");
+    w.vx = Func(name + "_vx");
+    w.v = Func(name + "_v");
+    w.m = Func(name + "_m");
+    w.ox = Func(name + "_ox");
+    w.poison = Func(name + "_poison");
+    w.tiles = Func(name + "_tiles");
+    w.f = Func(name);
+    w.r = RDom(0, kWinogradTaps, 0, cin, name + "_r");
+
+    // As blocks::conv3d's, and every tap index clamped too (3 x 3 x 3 taps
+    // are read whatever kw, kh, kd).
+    w.source = Func(name + "_src");
+    w.source(v.x, v.y, v.z, v.c, v.n) =
+        input(clamp(v.x, 0, in_w - 1), clamp(v.y, 0, in_h - 1), clamp(v.z, 0, in_d - 1),
+              clamp(v.c, 0, cin - 1), v.n);
+    w.weight = Func(name + "_w");
+    w.weight(v.x, v.y, v.z, v.c, v.n) =
+        weight(clamp(v.x, 0, kw - 1), clamp(v.y, 0, kh - 1), clamp(v.z, 0, kd - 1),
+               clamp(v.c, 0, cin - 1), clamp(v.n, 0, cout - 1));
+    // Taps (kx, ky, kz, ci, co): each depth tap's 3 x 3 plane transformed.
+    define_taps(w.ux, w.u, w.weight, w.k, w.l, {v.z, v.c, v.n});
+    define_input(w.vx, w.v, w.source, w, {v.z, v.c, v.n});
+
+    Var q("wq"), g("wg"), kz("wkz");
+    Expr point = G * g + q;
+    w.ug(q, v.c, g, kz, v.z) = w.u(point % K, point / K, kz, v.z, v.c);
+
+    // The sums over (depth tap, input channel), point by point.
+    const RDom &r = w.r;
+    const Var &pt = w.p, &tx = w.tx, &ty = w.ty;
+    w.m(pt, tx, ty, v.z, v.c, v.n) = 0.0f;
+    w.m(pt, tx, ty, v.z, v.c, v.n) += w.ug(pt % G, v.c, pt / G, r.x, r.y) *
+                                      w.v(pt % K, pt / K, tx, ty, v.z + r.x, r.y, v.n);
+
+    define_output(w.ox, w.poison, w.tiles, w.m, bias, v.c, cout, w, {v.z, v.c, v.n});
+    w.f(v.x, v.y, v.z, v.c, v.n) = w.tiles(v.x % T, v.y % T, v.x / T, v.y / T, v.z, v.c, v.n);
     return w;
 }
 

@@ -32,9 +32,14 @@ namespace fusedconv::blocks {
 // Points per group of ConvWinograd2D::ug (36 = 9 groups of 4).
 constexpr int kWinograd2DPointGroup = 4;
 
-struct ConvWinograd2D {
-    // Transform points along x and y, tiles along x and y, output in the tile.
+// The Vars both forms below use.
+struct ConvWinograd2DVars {
+    // Transform points along x and y, tiles along x and y, output in the tile,
+    // and the point index k + 6 l of the sums.
     Var k{"wk"}, l{"wl"}, tx{"wtx"}, ty{"wty"}, i{"wi"}, j{"wj"}, p{"wp"};
+};
+
+struct ConvWinograd2D : ConvWinograd2DVars {
     Func source;  // (x, y, ci, n): the input, edge-clamped as in blocks::conv2d
     Func weight;  // (kx, ky, ci, co): the weights, every index clamped
     Func ux;      // (k, ky, ci, co): G along x of each row of taps
@@ -54,5 +59,32 @@ struct ConvWinograd2D {
 ConvWinograd2D conv2d_winograd_2d(Func input, Func weight, Func bias, Expr kw, Expr kh,
                                   Expr cin, Expr cout, Expr in_w, Expr in_h,
                                   const std::string &name = "wino2d");
+
+// The same form for a conv3d whose taps are 3 x 3 in x and y (and 3 in
+// depth): each depth tap's plane is transformed, and the sums in the
+// transform domain run over (depth tap, input channel), so one output
+// transform serves 27 Cin taps. The activations keep the depth between y
+// and the channel, as blocks::conv3d's do.
+struct ConvWinograd3D : ConvWinograd2DVars {
+    Func source;  // (x, y, z, ci, n): the input, edge-clamped as in blocks::conv3d
+    Func weight;  // (kx, ky, kz, ci, co): the weights, every index clamped
+    Func ux;      // (k, ky, kz, ci, co)
+    Func u;       // (k, l, kz, ci, co): G g GT of each depth tap's plane
+    Func ug;      // (q, co, g, kz, ci): u of point 4 g + q, as ConvWinograd2D::ug
+    Func vx;      // (k, tx, y, z, ci, n)
+    Func v;       // (k, l, tx, ty, z, ci, n): BT d B of each input plane
+    Func m;       // (p, tx, ty, z, co, n): the sums over r at point p
+    RDom r;       // (kz, ci), kz over 3 taps: a constant extent
+    Func ox;      // (i, l, tx, ty, z, co, n)
+    Func poison;  // (tx, ty, z, co, n)
+    Func tiles;   // (i, j, tx, ty, z, co, n)
+    Func f;       // (x, y, z, co, n)
+};
+// kw, kh, kd, cin, cout: the weight buffer's extents; in_w, in_h, in_d: the
+// input's. The result is the convolution only for a 3x3x3 kernel (the caller
+// selects).
+ConvWinograd3D conv3d_winograd_xy(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr kd,
+                                  Expr cin, Expr cout, Expr in_w, Expr in_h, Expr in_d,
+                                  const std::string &name = "wino3d");
 
 }  // namespace fusedconv::blocks

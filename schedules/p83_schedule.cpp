@@ -21,11 +21,9 @@ namespace {
 // conv 0.64 ms at 43% of the float32 peak, column statistics 0.13 ms, group
 // statistics 0.03, output 0.28 at 3.0 TB/s). schedules/NOTES.md has the
 // alternatives measured at each stage.
-void gpu(P83Pipeline &p, const P83Params &t) {
+void gpu_conv_direct(P83Pipeline &p, const P83Params &t) {
     blocks::V v;
-    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), yii("yii"), zo("zo"), zi("zi"), co("co"),
-        ci("ci"), cn("cn");
-    auto &s = p.stats;
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), yii("yii"), co("co"), ci("ci");
     const int cb = t.gpu_channel_block;
 
     // (1) The conv: threads over an (x, y) tile, each thread owning
@@ -77,6 +75,202 @@ void gpu(P83Pipeline &p, const P83Params &t) {
         .bound(v.n, 0, channels).align_storage(v.n, cb)
         .fuse(v.x, v.y, wf).fuse(wf, v.z, wf).fuse(wf, v.c, wf).fuse(wf, v.n, wf)
         .gpu_tile(wf, wo, wi, 256, TailStrategy::GuardWithIf);
+}
+
+// (1) for gpu_conv_form "xy": Winograd F(4x4, 3x3) over x and y, summed over
+// the depth taps and input channels in the transform domain (36 multiplies
+// per 4x4 tile, tap plane and channel instead of 144). Blocks over (x
+// tiles, y tiles, samples); in each block a serial loop over chunks of
+// gpu_xy_depth output depths stages the transformed input of the chunk's
+// depths (+ 2) and channels in shared memory, a thread per (tile, depth,
+// channel). Then per output depth and round of gpu_xy_lanes channels each
+// thread accumulates its tiles' 36 sums over the 27 taps' (depth tap,
+// channel) pairs in registers (per pair and tile 36 FFMA and 9 LDS.128 of v;
+// 9 LDG.128 of u through L1, 20 KB at p83) and writes the output transform
+// to shared memory, which the block's threads then copy to the kept conv
+// along x (whole 128-byte lines; a thread per channel would write 4 bytes of
+// a line at a time). The direct form (other kernels, more channels, and the
+// runtime's recomputation of NaN samples) is the other specialization of
+// the per-thread stage, 1 channel x 4 x 4 tiles_per_thread pixels a thread.
+void gpu_conv_xy(P83Pipeline &p, const P83Params &t) {
+    blocks::V v;
+    blocks::ConvWinograd3D &w = p.winograd;
+    const int tiles_x = t.gpu_xy_tiles_x, tiles_y = t.gpu_xy_tiles_y,
+              per_thread = t.gpu_xy_tiles_per_thread, depth = t.gpu_xy_depth,
+              lanes = t.gpu_xy_lanes, max_cin = p.xy_max_cin, cb = t.gpu_channel_block,
+              cin_unroll = t.gpu_xy_cin_unroll;
+    constexpr int kTile = 4, kPoints = 6;
+    auto fail = [](const std::string &why) {
+        throw CompileError("p83 GPU schedule (gpu_conv_form xy): " + why);
+    };
+    if (tiles_x < 1 || tiles_y < 1 || per_thread < 1 || tiles_x % per_thread != 0 || depth < 1 ||
+        lanes < 1 || cin_unroll < 1) {
+        fail("gpu_xy_tiles_x (" + std::to_string(tiles_x) + ") must be a multiple of "
+             "gpu_xy_tiles_per_thread (" + std::to_string(per_thread) + "); gpu_xy_tiles_y (" +
+             std::to_string(tiles_y) + "), gpu_xy_depth (" + std::to_string(depth) +
+             "), gpu_xy_lanes (" + std::to_string(lanes) + ") and gpu_xy_cin_unroll (" +
+             std::to_string(cin_unroll) + ") positive");
+    }
+    const int threads_x = lanes, threads_y = tiles_x / per_thread, threads_z = tiles_y,
+              threads = threads_x * threads_y * threads_z;
+    const int bx = kTile * tiles_x, by = kTile * tiles_y;
+    if (threads > 256) fail(std::to_string(threads) + " threads a block (at most 256)");
+    if (bx * by * lanes % threads != 0) fail("a block's pixels x channels must be a multiple of its threads");
+    const int shared = 4 * (kPoints * kPoints * tiles_x * tiles_y * (depth + 2) * max_cin +
+                            bx * by * (lanes + 1));
+    if (shared >= 48 * 1024) {
+        fail(std::to_string(shared) + " bytes of shared memory a block (less than 48 KB): " +
+             std::to_string(tiles_x) + " x " + std::to_string(tiles_y) + " tiles, " +
+             std::to_string(depth) + " depths, " + std::to_string(max_cin) + " input channels");
+    }
+
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), zo("zo"), zi("zi"), co("co"), ci("ci"),
+        pa("pa"), pb("pb"), pc("pc"), tx("tx"), tp("tp"), i("i"), j("j"), item("item"),
+        pixo("pixo"), pabc("pabc"), pbc("pbc");
+    auto over_threads = [&](auto &&stage, const VarOrRVar &what) {
+        stage.split(what, pixo, pabc, threads, TailStrategy::GuardWithIf)
+            .split(pabc, pbc, pa, threads_x)
+            .split(pbc, pc, pb, threads_y);
+    };
+    // Rounded up to whole channel blocks, as the direct kernel's: (2) reads
+    // that many.
+    Expr channels = (p.cout + cb - 1) / cb * cb;
+    // The kept conv (global), written from the staged round along x. Rows
+    // and columns from 0, so that every thread's pixels are whole tiles (the
+    // per-thread extents are then constants).
+    Func kept = p.conv_value.in();
+    kept.compute_root()
+        .bound(v.x, 0, p.out_w)
+        .bound(v.y, 0, p.out_h)
+        .bound(v.c, 0, channels)
+        .split(v.x, xo, xi, bx, TailStrategy::GuardWithIf)
+        .split(v.y, yo, yi, by, TailStrategy::GuardWithIf)
+        .split(v.z, zo, zi, depth, TailStrategy::GuardWithIf)
+        .split(v.c, co, ci, lanes, TailStrategy::GuardWithIf)
+        .reorder(xi, yi, ci, zi, co, zo, xo, yo, v.n)
+        .fuse(xi, yi, item)
+        .fuse(item, ci, item);
+    over_threads(kept, item);
+    // The copy unrolled: the fused item's pixel and channel then fold into
+    // constants (a rolled loop spent ~30 integer instructions an element).
+    kept.reorder(pixo, pa, pb, pc, co, zi, zo, xo, yo, v.n)
+        .unroll(pixo)
+        .gpu_threads(pa, pb, pc)
+        .gpu_blocks(xo, yo, v.n);
+
+    // One depth and round of channels of the block's conv in shared memory,
+    // channels innermost and padded to lanes + 1 words (conflict-free for
+    // the writes, a lane per channel, and the reads, a lane per pixel).
+    // Thread (pa, pb, pc): channel pa, tiles (per_thread pb .. per_thread pb
+    // + per_thread - 1, pc) of the block.
+    Func round = p.conv_value;
+    round.compute_at(kept, co)
+        .store_in(MemoryType::GPUShared)
+        .bound_extent(v.x, bx)
+        .bound_extent(v.y, by)
+        .bound_extent(v.z, 1)
+        .bound_extent(v.c, lanes)
+        .reorder_storage(v.c, v.x, v.y, v.z, v.n)
+        .align_storage(v.c, lanes + 1)
+        .split(v.x, tx, i, kTile)
+        .split(tx, pb, tp, per_thread)
+        .split(v.y, pc, j, kTile)
+        .reorder(i, j, tp, v.z, v.c, pb, pc, v.n)
+        .unroll(i)
+        .unroll(j)
+        .unroll(tp)
+        .gpu_threads(v.c, pb, pc);
+    // Two kernels' worth of code in one: each form gets its own registers.
+    round.specialize(p.use_winograd);
+
+    // The sums: per thread per_thread tiles x 1 channel x 36 points in
+    // registers, the points read 4 at a time (vector loads of u and v), the
+    // 3 depth taps unrolled.
+    w.m.compute_at(round, v.c)
+        .store_in(MemoryType::Register)
+        .bound_extent(w.p, kPoints * kPoints)
+        .reorder(w.p, w.tx, w.ty, v.z, v.c, v.n)
+        .unroll(w.p)
+        .unroll(w.tx)
+        .unroll(w.ty)
+        .unroll(v.z)
+        .unroll(v.c);
+    Var po("po"), pi("pi");
+    RVar rco("rco"), rci("rci");
+    w.m.update()
+        .reorder(w.p, w.tx, w.ty, v.z, v.c, w.r.x, w.r.y, v.n)
+        .split(w.p, po, pi, blocks::kWinograd2DPointGroup)
+        .vectorize(pi)
+        .unroll(po)
+        .unroll(w.tx)
+        .unroll(w.ty)
+        .unroll(v.z)
+        .unroll(v.c)
+        .unroll(w.r.x)
+        .split(w.r.y, rco, rci, cin_unroll, TailStrategy::GuardWithIf)
+        .unroll(rci);
+    // v: the chunk's transformed input planes, a thread per (tile, depth,
+    // channel), its 36 points consecutive (vector loads in the sums).
+    w.v.compute_at(kept, zo)
+        .store_in(MemoryType::GPUShared)
+        .bound_extent(w.k, kPoints)
+        .bound_extent(w.l, kPoints)
+        .bound_extent(w.tx, tiles_x)
+        .bound_extent(w.ty, tiles_y)
+        .bound_extent(v.z, depth + 2)
+        .bound_extent(v.c, max_cin)
+        .fuse(w.tx, w.ty, item)
+        .fuse(item, v.z, item)
+        .fuse(item, v.c, item);
+    over_threads(w.v, item);
+    w.v.reorder(w.k, w.l, pixo, pa, pb, pc)
+        .unroll(w.k)
+        .unroll(w.l)
+        .gpu_threads(pa, pb, pc);
+    // u = G g GT once per call by a small kernel, stored as ug: 4 points of
+    // consecutive output channels together (lanes on consecutive channels
+    // read consecutive 16-byte pieces).
+    Var q = w.ug.args()[0], g = w.ug.args()[2], kz = w.ug.args()[3], zc("zc"), zcb("zcb"),
+        zct("zct");
+    w.ug.compute_root()
+        .bound(q, 0, blocks::kWinograd2DPointGroup)
+        .bound(g, 0, kPoints * kPoints / blocks::kWinograd2DPointGroup)
+        .reorder(q, g, kz, v.z, v.c)
+        .unroll(q)
+        .unroll(g)
+        .fuse(kz, v.z, zc)
+        .fuse(zc, v.c, zc)
+        .gpu_tile(zc, zcb, zct, 64, TailStrategy::GuardWithIf);
+
+    // Direct form: per thread 1 channel x 4 tiles_per_thread x 4 pixels in
+    // registers, inputs and weights through L1.
+    Func conv = p.conv.f;
+    conv.compute_at(round, v.c)
+        .store_in(MemoryType::Register)
+        .bound_extent(v.x, kTile * per_thread)
+        .bound_extent(v.y, kTile)
+        .bound_extent(v.z, 1)
+        .bound_extent(v.c, 1)
+        .reorder(v.x, v.y, v.z, v.c, v.n)
+        .unroll(v.x)
+        .unroll(v.y);
+    Stage upd = conv.update();
+    upd.reorder(v.x, v.y, v.z, v.c, p.conv.r.x, p.conv.r.y, p.conv.r.z, p.conv.r.w, v.n)
+        .unroll(v.x)
+        .unroll(v.y);
+    unroll_taps_of_size_3(upd, p.conv, {p.kw, p.kh});
+}
+
+void gpu(P83Pipeline &p, const P83Params &t) {
+    blocks::V v;
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), zo("zo"), zi("zi"), co("co"), ci("ci"), cn("cn");
+    auto &s = p.stats;
+    const int cb = t.gpu_channel_block;
+    if (p.xy_max_cin > 0) {
+        gpu_conv_xy(p, t);
+    } else {
+        gpu_conv_direct(p, t);
+    }
 
     // (2) Column statistics: threads over (x, depth), blocks over (x tiles,
     // channel blocks, samples); each thread walks the rest of the depth and a
@@ -169,6 +363,19 @@ void cpu(P83Pipeline &p, const P83Params &t) {
 }
 
 }  // namespace
+
+int P83Params::xy_max_cin(const Target &target) const {
+    const std::string form = gpu_conv_form;
+    if (form != "direct" && form != "xy") {
+        throw CompileError("p83 GPU schedule: gpu_conv_form must be direct or xy, not \"" + form +
+                           "\"");
+    }
+    if (gpu_xy_max_cin < 1) {
+        throw CompileError("p83 GPU schedule: gpu_xy_max_cin must be at least 1, not " +
+                           std::to_string(int(gpu_xy_max_cin)));
+    }
+    return target.has_gpu_feature() && form == "xy" ? int(gpu_xy_max_cin) : 0;
+}
 
 void schedule_p83(P83Pipeline &p, const P83Params &t, const Target &target) {
     if (target.has_gpu_feature()) {

@@ -24,6 +24,31 @@ struct P83Params {
     // GPU output kernel: depth steps a thread takes per loop iteration,
     // unrolled (1 = a rolled loop); on depths below it the loop stays rolled.
     Halide::GeneratorParam<int> gpu_output_depth_unroll{"gpu_output_depth_unroll", 7};
+    // GPU: the conv's form: "direct" (the kernel above), or "xy": Winograd
+    // F(4x4, 3x3) over x and y for 3x3x3 kernels with at most gpu_xy_max_cin
+    // input channels (generators/winograd2d.h; the direct form, in the same
+    // kernel's other specialization, for the rest). The runtime calls the
+    // library built with "xy" (p83_xy_cuda) where it applies.
+    Halide::GeneratorParam<std::string> gpu_conv_form{"gpu_conv_form", "direct"};
+    // GPU, "xy": a block owns tiles_x x tiles_y 4x4 tiles of gpu_xy_depth
+    // output depths at a time, and stages the transformed input of its
+    // tiles, their depths (+ 2) and all gpu_xy_max_cin channels in shared
+    // memory: 576 tiles_x tiles_y (depth + 2) max_cin bytes, under 48 KB.
+    // Threads: gpu_xy_lanes output channels x tiles_x / tiles_per_thread x
+    // tiles_y; each thread's 4 x 4 tiles_per_thread pixels and one channel
+    // hold 36 tiles_per_thread transform-domain sums in registers.
+    Halide::GeneratorParam<int> gpu_xy_max_cin{"gpu_xy_max_cin", 3};
+    Halide::GeneratorParam<int> gpu_xy_tiles_x{"gpu_xy_tiles_x", 8};
+    Halide::GeneratorParam<int> gpu_xy_tiles_y{"gpu_xy_tiles_y", 2};
+    Halide::GeneratorParam<int> gpu_xy_tiles_per_thread{"gpu_xy_tiles_per_thread", 4};
+    Halide::GeneratorParam<int> gpu_xy_depth{"gpu_xy_depth", 2};
+    Halide::GeneratorParam<int> gpu_xy_lanes{"gpu_xy_lanes", 16};
+    // GPU, "xy": input channels the sums' loop unrolls (its 3 depth taps
+    // always are).
+    Halide::GeneratorParam<int> gpu_xy_cin_unroll{"gpu_xy_cin_unroll", 1};
+    // The input channels the algorithm's Winograd form is built for: 0 (no
+    // such form) unless the target has a GPU and gpu_conv_form is "xy".
+    int xy_max_cin(const Halide::Target &target) const;
     // CPU: vector width over x.
     Halide::GeneratorParam<int> cpu_vector{"cpu_vector", 8};
 };

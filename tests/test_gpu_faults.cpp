@@ -146,11 +146,19 @@ TEST(GpuFaults, DeviceMemoryExhaustionIsAnErrorAndTheGpuRecovers) {
     EXPECT_TRUE(throws_error([&] { p83.gpu->forward(big_in); },
                              {"allocating a GPU tensor", shape_string(big_out_shape)}));
     const HostTensor big_ref = p83.reference(*p83.gpu, big_in_host);
+    // The conv's rounding carried through GroupNorm (test_util.h): the GPU
+    // takes the F(4x4, 3x3) form for this 3x3x3 kernel.
+    const std::vector<double> big_allow = p83_conv_allowance(
+        static_cast<const Conv3dGroupNormMinClampDropout &>(*p83.gpu), big_in_host);
+    auto big_matches = [&](const Tensor &out) {
+        return matches_values(out.shape(), out.to_vector(), big_ref, 2e-5, 0.0, big_allow);
+    };
     auto forward_while_full = [](const std::string &what, const std::function<Tensor()> &run,
-                                 const HostTensor &ref) {
+                                 const std::function<::testing::AssertionResult(const Tensor &)>
+                                     &check) {
         try {
             Tensor out = run();
-            EXPECT_TRUE(matches(out, ref)) << what << " while full";
+            EXPECT_TRUE(check(out)) << what << " while full";
             std::printf("[ info     ] %s while full: ran (its buffers fit)\n", what.c_str());
         } catch (const Error &e) {
             std::printf("[ info     ] %s while full: Error: %s\n", what.c_str(), e.what());
@@ -161,10 +169,11 @@ TEST(GpuFaults, DeviceMemoryExhaustionIsAnErrorAndTheGpuRecovers) {
                            p83.gpu->forward_into(big_in, preallocated_out);
                            return preallocated_out;
                        },
-                       big_ref);
+                       big_matches);
     for (Pair &p : pairs) {
+        const HostTensor ref = p.reference(*p.gpu, p.input);
         forward_while_full(p.name, [&] { return p.gpu->forward(p.input.to(Device::GPU)); },
-                           p.reference(*p.gpu, p.input));
+                           [&](const Tensor &out) { return matches(out, ref); });
     }
 
     // Freed (and Halide's cache of device allocations given back), the
@@ -177,9 +186,9 @@ TEST(GpuFaults, DeviceMemoryExhaustionIsAnErrorAndTheGpuRecovers) {
     EXPECT_GE(free_after + (size_t{256} << 20), free_before)
         << "device memory not returned after freeing";
     check_all_models(pairs, "after");
-    EXPECT_TRUE(matches(p83.gpu->forward(big_in), big_ref)) << "p83, larger, after";
+    EXPECT_TRUE(big_matches(p83.gpu->forward(big_in))) << "p83, larger, after";
     p83.gpu->forward_into(big_in, preallocated_out);
-    EXPECT_TRUE(matches(preallocated_out, big_ref)) << "p83 forward_into, after";
+    EXPECT_TRUE(big_matches(preallocated_out)) << "p83 forward_into, after";
     // And a 2 GiB tensor fits again.
     EXPECT_NO_THROW(Tensor::empty({kChunk}, Device::GPU));
 }

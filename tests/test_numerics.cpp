@@ -124,6 +124,13 @@ TEST_P(Numerics, GroupNormWithLargeMeanMatchesFloat64) {
             reference::conv(host_copy(in), host_copy(m.conv_weight()), host_copy(m.conv_bias()));
         const int64_t per_group = conv.numel() / (2 * groups);
         std::vector<double> tol(static_cast<size_t>(conv.numel()));
+        // The direct form (the CPU's) computes these convs exactly; the GPU
+        // takes the F(4x4, 3x3) form for this 3x3x3 kernel
+        // (runtime/src/ops.cpp), which rounds in its transforms, within the
+        // conv's worst-case bound, which GroupNorm then divides by the spread.
+        const std::vector<double> conv_allow =
+            device() == Device::GPU ? p83_conv_allowance(m, in)
+                                    : std::vector<double>(static_cast<size_t>(conv.numel()), 0.0);
         const std::vector<float> g = gamma.to_vector();
         double worst_ratio = 0;
         for (int64_t ng = 0; ng < 2 * groups; ++ng) {
@@ -146,7 +153,7 @@ TEST_P(Numerics, GroupNormWithLargeMeanMatchesFloat64) {
                 const int64_t idx = ng * per_group + i;
                 const int64_t c = (idx / (per_group / (cout / groups))) % cout;
                 tol[idx] = 4.0 * half_ulp / sd * std::abs(g[c]) +
-                           1e-4 * std::max(1.0, std::abs(ref.values[idx]));
+                           1e-4 * std::max(1.0, std::abs(ref.values[idx])) + conv_allow[idx];
             }
         }
         EXPECT_GT(worst_ratio, 1.5 * offset / 4);  // mean >> spread, as intended
@@ -162,13 +169,17 @@ TEST_P(Numerics, GroupNormWithLargeMeanMatchesFloat64) {
                 ++bad;
             }
         }
-        std::printf("[ info     ] offset %.0e: mean/std up to %.3g, max |error| %.3g\n", offset,
-                    worst_ratio, max_err);
+        const double max_allow = *std::max_element(conv_allow.begin(), conv_allow.end());
+        std::printf("[ info     ] offset %.0e: mean/std up to %.3g, max |error| %.3g (conv "
+                    "rounding allowance up to %.3g)\n",
+                    offset, worst_ratio, max_err, max_allow);
         EXPECT_EQ(bad, 0) << "first at " << index_string(ref.shape, first) << ": got "
                           << got[first] << ", reference " << ref.values[first] << ", tolerance "
                           << tol[first];
-        // What that bound means here, in numbers (see above).
-        EXPECT_LT(max_err, offset < 5e3f ? 1e-3 : 5e-3);
+        // What that bound means here, in numbers (see above), where the conv
+        // is exact; a form that rounds in the conv (the GPU's F(4x4, 3x3) for
+        // this 3x3x3 kernel) adds up to its allowance.
+        EXPECT_LT(max_err, (offset < 5e3f ? 1e-3 : 5e-3) + max_allow);
     }
 }
 

@@ -231,42 +231,10 @@ std::string describe(const char *model, const Shape &in, int cout, int k) {
                           m.min_value(), m.clamp_min(), m.clamp_max(), m.dropout_p(),
                           m.training() ? "training" : "eval", m.dropout_seed());
             what = describe("p83", in_shape, cout, k) + buf;
-            const HostTensor x = host_copy(in), w = host_copy(m.conv_weight()),
-                             b = host_copy(m.conv_bias());
             const HostTensor ref = p83_reference(m, in);
             Tensor out = m.forward(in.to(device));
-            // 2 |gamma| eps / sqrt(var + eps_gn) per group, eps its largest conv bound.
-            const std::vector<double> eps = conv_eps(x, w, b);
-            const HostTensor conv = reference::conv(x, w, b);
-            const int64_t group_size = conv.numel() / (n * groups);
-            const int64_t spatial = group_size / (cout / groups);
-            const std::vector<float> gamma = m.norm_weight().to_vector();
-            const double keep = m.training() && p < 1.0f ? 1.0 / (1.0 - p) : 1.0;
-            std::vector<double> extra(ref.values.size());
-            for (int64_t gi = 0; gi < n * groups; ++gi) {
-                double mean = 0, var = 0, e = 0;
-                for (int64_t j = 0; j < group_size; ++j) {
-                    mean += conv.values[gi * group_size + j];
-                    e = std::max(e, eps[gi * group_size + j]);
-                }
-                mean /= group_size;
-                for (int64_t j = 0; j < group_size; ++j) {
-                    const double d = conv.values[gi * group_size + j] - mean;
-                    var += d * d;
-                }
-                var /= group_size;
-                // The mean itself rounded in float32, as in test_numerics.
-                e += 4.0 * kU * std::abs(mean);
-                // y = (x - mean) / s: x and mean move by e each, s by at most e
-                // (an RMS deviation), so y moves by (2 + |y|) e / s.
-                const double s = std::sqrt(var + m.eps());
-                for (int64_t j = 0; j < group_size; ++j) {
-                    const int64_t idx = gi * group_size + j;
-                    const int64_t c = (idx / spatial) % cout;
-                    const double y = std::abs(conv.values[idx] - mean) / s;
-                    extra[idx] = keep * (2.0 + y) * e / s * std::abs(gamma[c]);
-                }
-            }
+            // The conv's rounding carried through GroupNorm (test_util.h).
+            const std::vector<double> extra = p83_conv_allowance(m, in);
             return matches_values(out.shape(), out.to_vector(), ref, 1e-4, 0.0, extra)
                    << " (" << what << ")";
         }

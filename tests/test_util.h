@@ -194,6 +194,52 @@ inline HostTensor p32_reference(const Conv2dScaleMin &m, const Tensor &in) {
                           m.scale_factor());
 }
 
+// p83's allowance for its conv's rounding, per output element. Each
+// group's conv values move by at most e, the largest of their worst-case
+// bounds (conv_eps; the F(4x4, 3x3) form that the GPU takes for 3x3x3
+// kernels stays within half of it, tests/test_winograd_accuracy.cpp), plus
+// the float32 rounding of the group's mean (4 kU |mean|). y = (x - mean) / s
+// then moves by (2 + |y|) e / s (x and the mean move by e each, s by at most
+// e, an RMS deviation), times |gamma_c| and dropout's 1 / (1 - p) in
+// training. Where GroupNorm divides by a small spread this is what float32
+// can promise; elsewhere it is far below matches()'s rtol.
+inline std::vector<double> p83_conv_allowance(const Conv3dGroupNormMinClampDropout &m,
+                                              const Tensor &in) {
+    const HostTensor x = host_copy(in), w = host_copy(m.conv_weight()),
+                     b = host_copy(m.conv_bias());
+    const std::vector<double> eps = conv_eps(x, w, b);
+    const HostTensor conv = reference::conv(x, w, b);
+    const std::vector<float> gamma = m.norm_weight().to_vector();
+    const int64_t n = x.shape[0], cout = w.shape[0], groups = m.groups();
+    const int64_t group_size = conv.numel() / (n * groups);
+    const int64_t spatial = group_size / (cout / groups);
+    const double p = m.dropout_p();
+    const double keep = m.training() && p < 1.0 ? 1.0 / (1.0 - p) : 1.0;
+    std::vector<double> extra(conv.values.size());
+    for (int64_t gi = 0; gi < n * groups; ++gi) {
+        double mean = 0, var = 0, e = 0;
+        for (int64_t j = 0; j < group_size; ++j) {
+            mean += conv.values[gi * group_size + j];
+            e = std::max(e, eps[gi * group_size + j]);
+        }
+        mean /= group_size;
+        for (int64_t j = 0; j < group_size; ++j) {
+            const double d = conv.values[gi * group_size + j] - mean;
+            var += d * d;
+        }
+        var /= group_size;
+        e += 4.0 * kU * std::abs(mean);
+        const double s = std::sqrt(var + m.eps());
+        for (int64_t j = 0; j < group_size; ++j) {
+            const int64_t idx = gi * group_size + j;
+            const int64_t c = (idx / spatial) % cout;
+            const double y = std::abs(conv.values[idx] - mean) / s;
+            extra[idx] = keep * (2.0 + y) * e / s * std::abs(gamma[c]);
+        }
+    }
+    return extra;
+}
+
 // p83's float64 reference with the model's own parameters and settings.
 inline HostTensor p83_reference(const Conv3dGroupNormMinClampDropout &m, const Tensor &in) {
     return reference::p83(host_copy(in), host_copy(m.conv_weight()), host_copy(m.conv_bias()),

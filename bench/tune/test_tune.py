@@ -121,7 +121,7 @@ class SpaceTest(unittest.TestCase):
     def test_repository_space_loads_and_defaults_are_valid(self):
         space = tune.load_space()
         self.assertEqual(set(space), {"p24_cuda", "p25_cuda", "p25_xy_cuda", "p32_cuda",
-                                      "p32_xy_cuda", "p83_cuda"})
+                                      "p32_xy_cuda", "p83_cuda", "p83_xy_cuda"})
         for lib, s in space.items():
             with self.subTest(lib=lib):
                 self.assertTrue(all(n.startswith("gpu_") for n in s.names))

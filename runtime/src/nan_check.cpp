@@ -17,6 +17,13 @@ void require_4d(const Tensor &t, const char *what) {
     }
 }
 
+void require_4d_or_5d(const Tensor &t, const char *what) {
+    if (t.dim() != 4 && t.dim() != 5) {
+        throw Error(std::string(what) + ": needs a 4D or 5D tensor, got " +
+                    shape_string(t.shape()));
+    }
+}
+
 }  // namespace
 
 bool winograd_applies(const Tensor &weight) {
@@ -28,12 +35,27 @@ bool winograd2d_applies(const Tensor &weight, int64_t max_in_channels) {
     return winograd_applies(weight) && weight.shape()[1] <= max_in_channels;
 }
 
-std::vector<bool> nan_per_sample(const Tensor &t) {
-    require_4d(t, "NaN check");
+std::vector<bool> nan_per_sample(const Tensor &t, NanProbe probe) {
+    require_4d_or_5d(t, "NaN check");
     Halide::Runtime::Buffer<int32_t> counts(static_cast<int>(t.shape()[0]));
     const bool gpu = t.device() == Device::GPU;
     auto fn = gpu ? fusedconv_count_nan_cuda : fusedconv_count_nan_cpu;
-    check_halide(fn(t.raw(), counts.raw_buffer()), "NaN check of " + shape_string(t.shape()));
+    // count_nan takes (x, y, c, n): a view of the same storage. A 5D tensor
+    // (x, y, z, c, n), contiguous, is read as (x, y * z, c, n); with
+    // FirstOfEachChannel only x = y (= z) = 0 is kept.
+    halide_buffer_t view = *t.raw();
+    halide_dimension_t dims[4];
+    const halide_dimension_t *d = t.raw()->dim;
+    const int c = t.dim() - 2;
+    dims[0] = d[0];
+    dims[1] = d[1];
+    if (t.dim() == 5) dims[1].extent = d[1].extent * d[2].extent;
+    dims[2] = d[c];
+    dims[3] = d[c + 1];
+    if (probe == NanProbe::FirstOfEachChannel) dims[0].extent = dims[1].extent = 1;
+    view.dimensions = 4;
+    view.dim = dims;
+    check_halide(fn(&view, counts.raw_buffer()), "NaN check of " + shape_string(t.shape()));
     if (gpu) {
         // On the current stream, waiting for it alone: Halide's copy_to_host
         // would use cuMemcpyDtoH on the legacy default stream, which does not
@@ -49,7 +71,7 @@ std::vector<bool> nan_per_sample(const Tensor &t) {
 }
 
 Halide::Runtime::Buffer<float> sample_range(const Tensor &t, int first, int count) {
-    require_4d(t, "sample range");
+    require_4d_or_5d(t, "sample range");
     const int64_t samples = t.shape()[0];
     if (first < 0 || count < 1 || first + static_cast<int64_t>(count) > samples) {
         throw Error("sample range: samples [" + std::to_string(first) + ", " +
@@ -57,10 +79,10 @@ Halide::Runtime::Buffer<float> sample_range(const Tensor &t, int first, int coun
                     shape_string(t.shape()));
     }
     // A view of the tensor's buffer that owns nothing; cropping it along the
-    // samples (Halide's dimension 3) keeps the storage and, on the GPU, makes
-    // a device crop that the returned buffer releases.
+    // samples (Halide's last dimension) keeps the storage and, on the GPU,
+    // makes a device crop that the returned buffer releases.
     Halide::Runtime::Buffer<float> whole(*t.raw());
-    return whole.cropped(3, first, count);
+    return whole.cropped(whole.dimensions() - 1, first, count);
 }
 
 }  // namespace fusedconv::detail

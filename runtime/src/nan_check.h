@@ -12,14 +12,18 @@
 
 namespace fusedconv::detail {
 
-// Per sample n of a 4D tensor (N, C, H, W), on either device: whether
-// t[n] holds a NaN. Throws Error naming the shape of a tensor that is not
-// 4D. On the GPU: one small kernel on the current device and stream
+// Per sample n of a contiguous 4D or 5D tensor (N, C, H, W) or (N, C, D,
+// H, W), on either device: whether t[n] holds a NaN. Throws Error naming the
+// shape of a tensor of other rank. On the GPU: one small kernel on the current device and stream
 // (cuda::Scope), and N int32 counts copied to the host on that stream (so
 // the call waits for that stream).
-std::vector<bool> nan_per_sample(const Tensor &t);
+// Which elements the check reads: all of them, or the first of each (sample,
+// channel) (for results where a NaN anywhere in a sample's group of
+// channels makes every element of the group NaN, as p83's GroupNorm does).
+enum class NanProbe { EveryElement, FirstOfEachChannel };
+std::vector<bool> nan_per_sample(const Tensor &t, NanProbe probe = NanProbe::EveryElement);
 
-// Samples [first, first + count) of a 4D tensor, on its device, sharing its
+// Samples [first, first + count) of a 4D or 5D tensor, on its device, sharing its
 // storage (a Halide crop: on the GPU a device crop, no copy).
 Halide::Runtime::Buffer<float> sample_range(const Tensor &t, int first, int count);
 
@@ -43,11 +47,13 @@ bool winograd2d_applies(const Tensor &weight, int64_t max_in_channels);
 // samples whose result holds NaN is recomputed in the direct form, which
 // gives PyTorch's NaN and infinities there. Other samples keep the Winograd
 // result.
+// `probe` says which elements of the result the check reads (above).
 template <typename Run>
-void run_winograd_or_direct(bool winograd, const Tensor &input, const Tensor &output, Run run) {
+void run_winograd_or_direct(bool winograd, const Tensor &input, const Tensor &output, Run run,
+                            NanProbe probe = NanProbe::EveryElement) {
     run(winograd, input.raw(), output.raw());
     if (!winograd) return;
-    const std::vector<bool> nan = nan_per_sample(output);
+    const std::vector<bool> nan = nan_per_sample(output, probe);
     const int samples = static_cast<int>(nan.size());
     for (int first = 0; first < samples;) {
         if (!nan[first]) {

@@ -21,6 +21,7 @@
 #include "winograd2d_limits.h"
 #include "p83_cpu.h"
 #include "p83_cuda.h"
+#include "p83_xy_cuda.h"
 
 #include <cmath>
 #include <cstdio>
@@ -316,13 +317,24 @@ void p83_run(const char *who, const Tensor &input, const Tensor &weight, const T
     args.add_per_channel("norm.weight", norm_weight, cout);
     args.add_per_channel("norm.bias", norm_bias, cout);
     args.check_output(output, out);
-    args.run(options, kAllocates, [&](bool gpu) {
-        auto fn = gpu ? fusedconv_p83_cuda : fusedconv_p83_cpu;
-        check_halide(fn(input.raw(), weight.raw(), bias.raw(), norm_weight.raw(),
-                        norm_bias.raw(), params.groups, params.eps, params.min_value,
-                        params.clamp_min, params.clamp_max, params.dropout_p, params.training,
-                        params.seed, output.raw()),
-                     what_call(who, input));
+    // On the GPU, 3x3x3 kernels with few input channels take the F(4x4, 3x3)
+    // library, whose NaN samples are recomputed in the direct form (as
+    // p25's). A tile it marks NaN makes its group's mean NaN, and so every
+    // output of the group (GroupNorm, min, clamp and dropout all keep NaN):
+    // the first element of each channel finds every such group.
+    const Shape &w = weight.shape();
+    const bool xy = output.device() == Device::GPU && w[2] == 3 && w[3] == 3 && w[4] == 3 &&
+                    w[1] <= kP83XYMaxInChannels;
+    args.run(options, xy ? kAllocatesAndWaits : kAllocates, [&](bool gpu) {
+        const std::string what = what_call(who, input);
+        auto run = [&](bool winograd, halide_buffer_t *in, halide_buffer_t *o) {
+            auto fn = !gpu ? fusedconv_p83_cpu : winograd ? fusedconv_p83_xy_cuda : fusedconv_p83_cuda;
+            check_halide(fn(in, weight.raw(), bias.raw(), norm_weight.raw(), norm_bias.raw(),
+                            params.groups, params.eps, params.min_value, params.clamp_min,
+                            params.clamp_max, params.dropout_p, params.training, params.seed, o),
+                         what);
+        };
+        run_winograd_or_direct(xy && gpu, input, output, run, NanProbe::FirstOfEachChannel);
     });
 }
 
