@@ -11,16 +11,18 @@ using namespace Halide;
 namespace {
 
 // GPU: four kernels, and the conv is KEPT, not recomputed: (1) the conv,
-// into a global buffer (each thread a block of channels over a few rows,
-// in registers); (2) per column (x, z, c, n): Welford mean and M2 over y,
-// reading (1), neighbouring threads on neighbouring x; (3) tiny: per (group,
-// sample) mean and 1/std; (4) per element: normalize, min, clamp, dropout,
-// reading (1). Keeping the conv costs its 441 MB of memory and ~0.3 ms of
-// DRAM traffic; recomputing it in (2) and (4) measured 4x slower.
-// NVIDIA H200, 2026-11-22, default shape: 1.12 ms (ncu: weight copy 3 us,
-// conv 0.64 ms at 43% of the float32 peak, column statistics 0.13 ms, group
-// statistics 0.03, output 0.28 at 3.0 TB/s). schedules/NOTES.md has the
-// alternatives measured at each stage.
+// into a global buffer: direct (each thread a block of channels over a few
+// rows, in registers) or, in p83_xy_cuda, Winograd F(4x4, 3x3) over x and y
+// (gpu_conv_xy below); (2) per column (x, z, c, n): Welford mean and M2 over
+// y, reading (1), neighbouring threads on neighbouring x; (3) tiny: per
+// (group, sample) mean and 1/std; (4) per element: normalize, min, clamp,
+// dropout, reading (1). Keeping the conv costs its 441 MB of memory and ~0.3
+// ms of DRAM traffic; recomputing it in (2) and (4) measured 4x slower.
+// NVIDIA H200, default shape: 1.11 ms with the direct conv (ncu, 2026-11-22:
+// weight copy 3 us, conv 0.64 ms at 43% of the float32 peak, column
+// statistics 0.13 ms, group statistics 0.03, output 0.28 at 3.0 TB/s), 1.02
+// with F(4x4, 3x3) (2026-11-26). schedules/NOTES.md has the alternatives
+// measured at each stage.
 void gpu_conv_direct(P83Pipeline &p, const P83Params &t) {
     blocks::V v;
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), yii("yii"), co("co"), ci("ci");
@@ -92,6 +94,11 @@ void gpu_conv_direct(P83Pipeline &p, const P83Params &t) {
 // a line at a time). The direct form (other kernels, more channels, and the
 // runtime's recomputation of NaN samples) is the other specialization of
 // the per-thread stage, 1 channel x 4 x 4 tiles_per_thread pixels a thread.
+// Measured (H200, 2026-11-26; the defaults are bench/tune's best): conv
+// kernel 0.66 ms against the direct form's 0.83 at ncu's clocks, whole
+// pipeline 1.02-1.04 ms against 1.11 (ncu: 255 registers, 8 warps per SM,
+// issue 45%, FMA pipe 29%: the transforms, staging and copy issue as many
+// instructions as the 9 (depth tap, channel) pairs' products).
 void gpu_conv_xy(P83Pipeline &p, const P83Params &t) {
     blocks::V v;
     blocks::ConvWinograd3D &w = p.winograd;
