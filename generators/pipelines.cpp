@@ -81,6 +81,29 @@ Conv2dMinPipeline build_p25(Func input, Func weight, Func bias, Expr in_w, Expr 
     return p;
 }
 
+// p83's conv_value: the direct conv, or where xy_max_cin > 0 the F(4x4, 3x3)
+// form over x and y for 3x3x3 kernels with at most xy_max_cin input
+// channels. The form reads at most xy_max_cin channels, so that its
+// staging's bound holds in the direct form's kernel too (as in conv2d_min).
+static void conv3d_value(P83Pipeline &p, Func input, Func weight, Func bias, Expr in_w,
+                         Expr in_h, Expr in_depth, int xy_max_cin) {
+    V v;
+    p.xy_max_cin = xy_max_cin;
+    if (xy_max_cin <= 0) {
+        p.use_winograd = Internal::const_false();
+        p.conv_value = p.conv.f;
+        return;
+    }
+    p.winograd = conv3d_winograd_xy(input, weight, bias, p.kw, p.kh, p.kd,
+                                    min(p.cin, xy_max_cin), p.cout, in_w, in_h, in_depth);
+    p.use_winograd = p.kw == kWinogradTaps && p.kh == kWinogradTaps && p.kd == kWinogradTaps &&
+                     p.cin <= xy_max_cin;
+    p.conv_value = Func("conv_value");
+    p.conv_value(v.x, v.y, v.z, v.c, v.n) =
+        select(p.use_winograd, p.winograd.f(v.x, v.y, v.z, v.c, v.n),
+               p.conv.f(v.x, v.y, v.z, v.c, v.n));
+}
+
 P83Pipeline build_p83(Func input, Func weight, Func bias, Func gamma, Func beta, Expr in_w,
                       Expr in_h, Expr in_depth, const P83Params &prm, Expr kw, Expr kh, Expr kd,
                       Expr cin, Expr cout, int xy_max_cin) {
@@ -88,22 +111,7 @@ P83Pipeline build_p83(Func input, Func weight, Func bias, Func gamma, Func beta,
     P83Pipeline p;
     p.kw = kw, p.kh = kh, p.kd = kd, p.cin = cin, p.cout = cout;
     p.conv = conv3d(input, weight, bias, kw, kh, kd, cin, cout, in_w, in_h, in_depth);
-    p.xy_max_cin = xy_max_cin;
-    if (xy_max_cin > 0) {
-        // The form reads at most xy_max_cin channels, so that its staging's
-        // bound holds in the direct form's kernel too (as in conv2d_min).
-        p.winograd = conv3d_winograd_xy(input, weight, bias, kw, kh, kd, min(cin, xy_max_cin),
-                                        cout, in_w, in_h, in_depth);
-        p.use_winograd = kw == kWinogradTaps && kh == kWinogradTaps && kd == kWinogradTaps &&
-                         cin <= xy_max_cin;
-        p.conv_value = Func("conv_value");
-        p.conv_value(v.x, v.y, v.z, v.c, v.n) =
-            select(p.use_winograd, p.winograd.f(v.x, v.y, v.z, v.c, v.n),
-                   p.conv.f(v.x, v.y, v.z, v.c, v.n));
-    } else {
-        p.use_winograd = Internal::const_false();
-        p.conv_value = p.conv.f;
-    }
+    conv3d_value(p, input, weight, bias, in_w, in_h, in_depth, xy_max_cin);
     Expr out_w = in_w - kw + 1, out_h = in_h - kh + 1, out_d = in_depth - kd + 1;
     p.out_w = out_w, p.out_h = out_h, p.out_d = out_d;
     Expr cpg = cout / prm.groups;

@@ -1,4 +1,5 @@
 #include "p83_schedule.h"
+#include "conv3d_xy_schedule.h"
 #include "conv_taps.h"
 
 #include <algorithm>
@@ -101,44 +102,18 @@ void gpu_conv_direct(P83Pipeline &p, const P83Params &t) {
 // instructions as the 9 (depth tap, channel) pairs' products).
 void gpu_conv_xy(P83Pipeline &p, const P83Params &t) {
     blocks::V v;
-    blocks::ConvWinograd3D &w = p.winograd;
-    const int tiles_x = t.gpu_xy_tiles_x, tiles_y = t.gpu_xy_tiles_y,
-              per_thread = t.gpu_xy_tiles_per_thread, depth = t.gpu_xy_depth,
-              lanes = t.gpu_xy_lanes, max_cin = p.xy_max_cin, cb = t.gpu_channel_block,
-              cin_unroll = t.gpu_xy_cin_unroll;
-    constexpr int kTile = 4, kPoints = 6;
-    auto fail = [](const std::string &why) {
-        throw CompileError("p83 GPU schedule (gpu_conv_form xy): " + why);
-    };
-    if (tiles_x < 1 || tiles_y < 1 || per_thread < 1 || tiles_x % per_thread != 0 || depth < 1 ||
-        lanes < 1 || cin_unroll < 1) {
-        fail("gpu_xy_tiles_x (" + std::to_string(tiles_x) + ") must be a multiple of "
-             "gpu_xy_tiles_per_thread (" + std::to_string(per_thread) + "); gpu_xy_tiles_y (" +
-             std::to_string(tiles_y) + "), gpu_xy_depth (" + std::to_string(depth) +
-             "), gpu_xy_lanes (" + std::to_string(lanes) + ") and gpu_xy_cin_unroll (" +
-             std::to_string(cin_unroll) + ") positive");
+    const Conv3dXYShape xy = t.xy_shape(p.xy_max_cin);
+    const int lanes = xy.lanes, bx = xy.block_x(), by = xy.block_y(), cb = t.gpu_channel_block;
+    check_conv3d_xy(xy, 4 * bx * by * (lanes + 1), "p83");
+    if (bx * by * lanes % xy.threads() != 0) {
+        throw CompileError("p83 GPU schedule (gpu_conv_form xy): a block's pixels x channels (" +
+                           std::to_string(bx * by * lanes) + ") must be a multiple of its " +
+                           std::to_string(xy.threads()) + " threads");
     }
-    const int threads_x = lanes, threads_y = tiles_x / per_thread, threads_z = tiles_y,
-              threads = threads_x * threads_y * threads_z;
-    const int bx = kTile * tiles_x, by = kTile * tiles_y;
-    if (threads > 256) fail(std::to_string(threads) + " threads a block (at most 256)");
-    if (bx * by * lanes % threads != 0) fail("a block's pixels x channels must be a multiple of its threads");
-    const int shared = 4 * (kPoints * kPoints * tiles_x * tiles_y * (depth + 2) * max_cin +
-                            bx * by * (lanes + 1));
-    if (shared >= 48 * 1024) {
-        fail(std::to_string(shared) + " bytes of shared memory a block (less than 48 KB): " +
-             std::to_string(tiles_x) + " x " + std::to_string(tiles_y) + " tiles, " +
-             std::to_string(depth) + " depths, " + std::to_string(max_cin) + " input channels");
-    }
-
+    constexpr int kTile = 4;
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), zo("zo"), zi("zi"), co("co"), ci("ci"),
         pa("pa"), pb("pb"), pc("pc"), tx("tx"), tp("tp"), i("i"), j("j"), item("item"),
-        pixo("pixo"), pabc("pabc"), pbc("pbc");
-    auto over_threads = [&](auto &&stage, const VarOrRVar &what) {
-        stage.split(what, pixo, pabc, threads, TailStrategy::GuardWithIf)
-            .split(pabc, pbc, pa, threads_x)
-            .split(pbc, pc, pb, threads_y);
-    };
+        pixo("pixo");
     // Rounded up to whole channel blocks, as the direct kernel's: (2) reads
     // that many.
     Expr channels = (p.cout + cb - 1) / cb * cb;
@@ -152,12 +127,12 @@ void gpu_conv_xy(P83Pipeline &p, const P83Params &t) {
         .bound(v.c, 0, channels)
         .split(v.x, xo, xi, bx, TailStrategy::GuardWithIf)
         .split(v.y, yo, yi, by, TailStrategy::GuardWithIf)
-        .split(v.z, zo, zi, depth, TailStrategy::GuardWithIf)
+        .split(v.z, zo, zi, xy.depth, TailStrategy::GuardWithIf)
         .split(v.c, co, ci, lanes, TailStrategy::GuardWithIf)
         .reorder(xi, yi, ci, zi, co, zo, xo, yo, v.n)
         .fuse(xi, yi, item)
         .fuse(item, ci, item);
-    over_threads(kept, item);
+    conv3d_xy_over_threads(kept, item, xy, pixo, pa, pb, pc);
     // The copy unrolled: the fused item's pixel and channel then fold into
     // constants (a rolled loop spent ~30 integer instructions an element).
     kept.reorder(pixo, pa, pb, pc, co, zi, zo, xo, yo, v.n)
@@ -180,7 +155,7 @@ void gpu_conv_xy(P83Pipeline &p, const P83Params &t) {
         .reorder_storage(v.c, v.x, v.y, v.z, v.n)
         .align_storage(v.c, lanes + 1)
         .split(v.x, tx, i, kTile)
-        .split(tx, pb, tp, per_thread)
+        .split(tx, pb, tp, xy.per_thread)
         .split(v.y, pc, j, kTile)
         .reorder(i, j, tp, v.z, v.c, pb, pc, v.n)
         .unroll(i)
@@ -189,83 +164,8 @@ void gpu_conv_xy(P83Pipeline &p, const P83Params &t) {
         .gpu_threads(v.c, pb, pc);
     // Two kernels' worth of code in one: each form gets its own registers.
     round.specialize(p.use_winograd);
-
-    // The sums: per thread per_thread tiles x 1 channel x 36 points in
-    // registers, the points read 4 at a time (vector loads of u and v), the
-    // 3 depth taps unrolled.
-    w.m.compute_at(round, v.c)
-        .store_in(MemoryType::Register)
-        .bound_extent(w.p, kPoints * kPoints)
-        .reorder(w.p, w.tx, w.ty, v.z, v.c, v.n)
-        .unroll(w.p)
-        .unroll(w.tx)
-        .unroll(w.ty)
-        .unroll(v.z)
-        .unroll(v.c);
-    Var po("po"), pi("pi");
-    RVar rco("rco"), rci("rci");
-    w.m.update()
-        .reorder(w.p, w.tx, w.ty, v.z, v.c, w.r.x, w.r.y, v.n)
-        .split(w.p, po, pi, blocks::kWinograd2DPointGroup)
-        .vectorize(pi)
-        .unroll(po)
-        .unroll(w.tx)
-        .unroll(w.ty)
-        .unroll(v.z)
-        .unroll(v.c)
-        .unroll(w.r.x)
-        .split(w.r.y, rco, rci, cin_unroll, TailStrategy::GuardWithIf)
-        .unroll(rci);
-    // v: the chunk's transformed input planes, a thread per (tile, depth,
-    // channel), its 36 points consecutive (vector loads in the sums).
-    w.v.compute_at(kept, zo)
-        .store_in(MemoryType::GPUShared)
-        .bound_extent(w.k, kPoints)
-        .bound_extent(w.l, kPoints)
-        .bound_extent(w.tx, tiles_x)
-        .bound_extent(w.ty, tiles_y)
-        .bound_extent(v.z, depth + 2)
-        .bound_extent(v.c, max_cin)
-        .fuse(w.tx, w.ty, item)
-        .fuse(item, v.z, item)
-        .fuse(item, v.c, item);
-    over_threads(w.v, item);
-    w.v.reorder(w.k, w.l, pixo, pa, pb, pc)
-        .unroll(w.k)
-        .unroll(w.l)
-        .gpu_threads(pa, pb, pc);
-    // u = G g GT once per call by a small kernel, stored as ug: 4 points of
-    // consecutive output channels together (lanes on consecutive channels
-    // read consecutive 16-byte pieces).
-    Var q = w.ug.args()[0], g = w.ug.args()[2], kz = w.ug.args()[3], zc("zc"), zcb("zcb"),
-        zct("zct");
-    w.ug.compute_root()
-        .bound(q, 0, blocks::kWinograd2DPointGroup)
-        .bound(g, 0, kPoints * kPoints / blocks::kWinograd2DPointGroup)
-        .reorder(q, g, kz, v.z, v.c)
-        .unroll(q)
-        .unroll(g)
-        .fuse(kz, v.z, zc)
-        .fuse(zc, v.c, zc)
-        .gpu_tile(zc, zcb, zct, 64, TailStrategy::GuardWithIf);
-
-    // Direct form: per thread 1 channel x 4 tiles_per_thread x 4 pixels in
-    // registers, inputs and weights through L1.
-    Func conv = p.conv.f;
-    conv.compute_at(round, v.c)
-        .store_in(MemoryType::Register)
-        .bound_extent(v.x, kTile * per_thread)
-        .bound_extent(v.y, kTile)
-        .bound_extent(v.z, 1)
-        .bound_extent(v.c, 1)
-        .reorder(v.x, v.y, v.z, v.c, v.n)
-        .unroll(v.x)
-        .unroll(v.y);
-    Stage upd = conv.update();
-    upd.reorder(v.x, v.y, v.z, v.c, p.conv.r.x, p.conv.r.y, p.conv.r.z, p.conv.r.w, v.n)
-        .unroll(v.x)
-        .unroll(v.y);
-    unroll_taps_of_size_3(upd, p.conv, {p.kw, p.kh});
+    schedule_conv3d_xy(p.winograd, p.conv, p.kw, p.kh, xy, LoopLevel(round, v.c),
+                       LoopLevel(kept, zo));
 }
 
 void gpu(P83Pipeline &p, const P83Params &t) {
@@ -371,17 +271,13 @@ void cpu(P83Pipeline &p, const P83Params &t) {
 
 }  // namespace
 
+Conv3dXYShape P83Params::xy_shape(int max_cin) const {
+    return {gpu_xy_tiles_x, gpu_xy_tiles_y, gpu_xy_tiles_per_thread, gpu_xy_depth,
+            gpu_xy_lanes, max_cin, gpu_xy_cin_unroll};
+}
+
 int P83Params::xy_max_cin(const Target &target) const {
-    const std::string form = gpu_conv_form;
-    if (form != "direct" && form != "xy") {
-        throw CompileError("p83 GPU schedule: gpu_conv_form must be direct or xy, not \"" + form +
-                           "\"");
-    }
-    if (gpu_xy_max_cin < 1) {
-        throw CompileError("p83 GPU schedule: gpu_xy_max_cin must be at least 1, not " +
-                           std::to_string(int(gpu_xy_max_cin)));
-    }
-    return target.has_gpu_feature() && form == "xy" ? int(gpu_xy_max_cin) : 0;
+    return conv3d_xy_max_cin(gpu_conv_form, gpu_xy_max_cin, target, "p83");
 }
 
 void schedule_p83(P83Pipeline &p, const P83Params &t, const Target &target) {

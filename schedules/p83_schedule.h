@@ -1,6 +1,7 @@
 // Schedules for p83 (conv3d -> GroupNorm -> min -> clamp -> dropout).
 #pragma once
 
+#include "conv3d_xy_schedule.h"
 #include "pipelines.h"
 
 namespace fusedconv::schedules {
@@ -49,6 +50,8 @@ struct P83Params {
     // The input channels the algorithm's Winograd form is built for: 0 (no
     // such form) unless the target has a GPU and gpu_conv_form is "xy".
     int xy_max_cin(const Halide::Target &target) const;
+    // The gpu_xy_* params, with `max_cin` the form's channel limit.
+    Conv3dXYShape xy_shape(int max_cin) const;
     // CPU: vector width over x.
     Halide::GeneratorParam<int> cpu_vector{"cpu_vector", 8};
 };

@@ -194,6 +194,33 @@ inline HostTensor p32_reference(const Conv2dScaleMin &m, const Tensor &in) {
                           m.scale_factor());
 }
 
+// p24's allowance for its conv's rounding, per output element (n, c, y, x):
+// each conv value is off by at most its worst-case bound (conv_eps), the min
+// over depth by the same, and softmax moves p_c by at most
+// 2 p_c (1 - p_c) eps (first order), eps taken per row (n, y, x) as its
+// largest over channels and depths. `ref` is the float64 p24 output.
+inline std::vector<double> p24_conv_allowance(const HostTensor &x, const HostTensor &w,
+                                              const HostTensor &b, const HostTensor &ref) {
+    const std::vector<double> eps = conv_eps(x, w, b);  // (N, Cout, OD, OH, OW)
+    const int64_t N = ref.shape[0], cout = ref.shape[1], plane = ref.shape[2] * ref.shape[3];
+    const int64_t per_sample = static_cast<int64_t>(eps.size()) / N;
+    std::vector<double> row_eps(static_cast<size_t>(N * plane), 0.0);
+    for (size_t i = 0; i < eps.size(); ++i) {
+        const int64_t p = static_cast<int64_t>(i) % plane;
+        const int64_t n = static_cast<int64_t>(i) / per_sample;
+        double &e = row_eps[n * plane + p];
+        e = std::max(e, eps[i]);
+    }
+    std::vector<double> extra(ref.values.size());
+    for (size_t i = 0; i < extra.size(); ++i) {
+        const int64_t p = static_cast<int64_t>(i) % plane;
+        const int64_t n = static_cast<int64_t>(i) / (cout * plane);
+        const double r = ref.values[i];
+        extra[i] = 2.0 * r * (1.0 - r) * row_eps[n * plane + p];
+    }
+    return extra;
+}
+
 // p83's allowance for its conv's rounding, per output element. Each
 // group's conv values move by at most e, the largest of their worst-case
 // bounds (conv_eps; the F(4x4, 3x3) form that the GPU takes for 3x3x3
