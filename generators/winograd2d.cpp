@@ -61,14 +61,9 @@ void define_output(Func &ox, Func &poison, Func &tiles, Func m, Func bias, const
         mux(w.j, winograd_output_transform(ocol));
 }
 
-}  // namespace
-
-ConvWinograd2D conv2d_winograd_2d(Func input, Func weight, Func bias, Expr kw, Expr kh,
-                                  Expr cin, Expr cout, Expr in_w, Expr in_h,
-                                  const std::string &name) {
-    V v;
-    ConvWinograd2D w;
-    const int T = kWinogradTile, K = kWinogradPoints, G = kWinograd2DPointGroup;
+// Names the form's Funcs after `name` (both forms have the same stages).
+template <typename Form>
+void name_stages(Form &w, const std::string &name) {
     w.ux = Func(name + "_ux");
     w.u = Func(name + "_u");
     w.ug = Func(name + "_ug");
@@ -79,6 +74,17 @@ ConvWinograd2D conv2d_winograd_2d(Func input, Func weight, Func bias, Expr kw, E
     w.poison = Func(name + "_poison");
     w.tiles = Func(name + "_tiles");
     w.f = Func(name);
+}
+
+}  // namespace
+
+ConvWinograd2D conv2d_winograd_2d(Func input, Func weight, Func bias, Expr kw, Expr kh,
+                                  Expr cin, Expr cout, Expr in_w, Expr in_h,
+                                  const std::string &name) {
+    V v;
+    ConvWinograd2D w;
+    const int T = kWinogradTile, K = kWinogradPoints, G = kWinograd2DPointGroup;
+    name_stages(w, name);
     w.r = RDom(0, cin, name + "_r");
 
     w.source = clamped_input2d(input, in_w, in_h, cin, name + "_src");
@@ -107,16 +113,7 @@ ConvWinograd3D conv3d_winograd_xy(Func input, Func weight, Func bias, Expr kw, E
     V v;
     ConvWinograd3D w;
     const int T = kWinogradTile, K = kWinogradPoints, G = kWinograd2DPointGroup;
-    w.ux = Func(name + "_ux");
-    w.u = Func(name + "_u");
-    w.ug = Func(name + "_ug");
-    w.vx = Func(name + "_vx");
-    w.v = Func(name + "_v");
-    w.m = Func(name + "_m");
-    w.ox = Func(name + "_ox");
-    w.poison = Func(name + "_poison");
-    w.tiles = Func(name + "_tiles");
-    w.f = Func(name);
+    name_stages(w, name);
     w.r = RDom(0, kWinogradTaps, 0, cin, name + "_r");
 
     // As blocks::conv3d's, and every tap index clamped too (3 x 3 x 3 taps

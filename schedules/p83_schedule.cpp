@@ -162,7 +162,8 @@ void gpu_conv_xy(P83Pipeline &p, const P83Params &t) {
         .unroll(j)
         .unroll(tp)
         .gpu_threads(v.c, pb, pc);
-    // Two kernels' worth of code in one: each form gets its own registers.
+    // Each branch computes its own form only (one kernel: its registers are
+    // the larger branch's, the Winograd form's 255).
     round.specialize(p.use_winograd);
     schedule_conv3d_xy(p.winograd, p.conv, p.kw, p.kh, xy, LoopLevel(round, v.c),
                        LoopLevel(kept, zo));

@@ -49,7 +49,13 @@ std::vector<bool> nan_per_sample(const Tensor &t, NanProbe probe) {
     const int c = t.dim() - 2;
     dims[0] = d[0];
     dims[1] = d[1];
-    if (t.dim() == 5) dims[1].extent = d[1].extent * d[2].extent;
+    if (t.dim() == 5) {
+        if (d[2].stride != d[1].stride * d[1].extent) {
+            throw Error("NaN check: needs a contiguous tensor, got " + shape_string(t.shape()) +
+                        " with depth stride " + std::to_string(d[2].stride));
+        }
+        dims[1].extent = d[1].extent * d[2].extent;
+    }
     dims[2] = d[c];
     dims[3] = d[c + 1];
     if (probe == NanProbe::FirstOfEachChannel) dims[0].extent = dims[1].extent = 1;

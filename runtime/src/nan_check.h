@@ -14,17 +14,17 @@ namespace fusedconv::detail {
 
 // Per sample n of a contiguous 4D or 5D tensor (N, C, H, W) or (N, C, D,
 // H, W), on either device: whether t[n] holds a NaN. Throws Error naming the
-// shape of a tensor of other rank. On the GPU: one small kernel on the current device and stream
-// (cuda::Scope), and N int32 counts copied to the host on that stream (so
-// the call waits for that stream).
-// Which elements the check reads: all of them, or the first of each (sample,
-// channel) (for results where a NaN anywhere in a sample's group of
-// channels makes every element of the group NaN, as p83's GroupNorm does).
+// shape of a tensor of other rank. On the GPU: one small kernel on the
+// current device and stream (cuda::Scope), and N int32 counts copied to the
+// host on that stream (so the call waits for that stream). `probe`: which
+// elements the check reads, all of them or the first of each (sample,
+// channel) (for results where a NaN anywhere in a sample's group of channels
+// makes every element of the group NaN, as p83's GroupNorm does).
 enum class NanProbe { EveryElement, FirstOfEachChannel };
 std::vector<bool> nan_per_sample(const Tensor &t, NanProbe probe = NanProbe::EveryElement);
 
-// Samples [first, first + count) of a 4D or 5D tensor, on its device, sharing its
-// storage (a Halide crop: on the GPU a device crop, no copy).
+// Samples [first, first + count) of a 4D or 5D tensor, on its device,
+// sharing its storage (a Halide crop: on the GPU a device crop, no copy).
 Halide::Runtime::Buffer<float> sample_range(const Tensor &t, int first, int count);
 
 // Whether the p25 / p32 generators' Winograd form computes the conv with

@@ -328,13 +328,15 @@ void p83_run(const char *who, const Tensor &input, const Tensor &weight, const T
     args.run(options, xy ? kAllocatesAndWaits : kAllocates, [&](bool gpu) {
         const std::string what = what_call(who, input);
         auto run = [&](bool winograd, halide_buffer_t *in, halide_buffer_t *o) {
-            auto fn = !gpu ? fusedconv_p83_cpu : winograd ? fusedconv_p83_xy_cuda : fusedconv_p83_cuda;
+            auto fn = !gpu       ? fusedconv_p83_cpu
+                      : winograd ? fusedconv_p83_xy_cuda
+                                 : fusedconv_p83_cuda;
             check_halide(fn(in, weight.raw(), bias.raw(), norm_weight.raw(), norm_bias.raw(),
                             params.groups, params.eps, params.min_value, params.clamp_min,
                             params.clamp_max, params.dropout_p, params.training, params.seed, o),
                          what);
         };
-        run_winograd_or_direct(xy && gpu, input, output, run, NanProbe::FirstOfEachChannel);
+        run_winograd_or_direct(xy, input, output, run, NanProbe::FirstOfEachChannel);
     });
 }
 
