@@ -19,7 +19,8 @@ public:
         p = build_p25(input, weight, bias, input.dim(0).extent(), input.dim(1).extent(),
                       weight.dim(0).extent(), weight.dim(1).extent(), weight.dim(2).extent(),
                       weight.dim(3).extent(),
-                      tunables.winograd_switch(winograd), tunables.winograd_choice(get_target(), schedules::kP25Winograd2D));
+                      tunables.winograd_switch(winograd),
+                      tunables.winograd_choice(get_target(), schedules::kP25Winograd2D));
         bind_conv2d_min_output(p, output);
     }
 

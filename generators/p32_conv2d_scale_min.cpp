@@ -20,7 +20,8 @@ public:
         p = build_p32(input, weight, bias, input.dim(0).extent(), input.dim(1).extent(), scale,
                       weight.dim(0).extent(), weight.dim(1).extent(), weight.dim(2).extent(),
                       weight.dim(3).extent(),
-                      tunables.winograd_switch(winograd), tunables.winograd_choice(get_target(), schedules::kP32Winograd2D));
+                      tunables.winograd_switch(winograd),
+                      tunables.winograd_choice(get_target(), schedules::kP32Winograd2D));
         bind_conv2d_min_output(p, output);
     }
 

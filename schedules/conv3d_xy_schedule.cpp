@@ -5,19 +5,6 @@ namespace fusedconv::schedules {
 
 using namespace Halide;
 
-int conv3d_xy_max_cin(const std::string &form, int max_cin, const Target &target,
-                      const std::string &who) {
-    if (form != "direct" && form != "xy") {
-        throw CompileError(who + " GPU schedule: gpu_conv_form must be direct or xy, not \"" +
-                           form + "\"");
-    }
-    if (max_cin < 1) {
-        throw CompileError(who + " GPU schedule: gpu_xy_max_cin must be at least 1, not " +
-                           std::to_string(max_cin));
-    }
-    return target.has_gpu_feature() && form == "xy" ? max_cin : 0;
-}
-
 void check_conv3d_xy(const Conv3dXYShape &s, int other_shared, const std::string &who) {
     auto fail = [&](const std::string &why) {
         throw CompileError(who + " GPU schedule (gpu_conv_form xy): " + why);

@@ -26,13 +26,6 @@ struct Conv3dXYShape {
     int staged_bytes() const { return 4 * 36 * tiles_x * tiles_y * (depth + 2) * max_cin; }
 };
 
-// The input channels a model's algorithm builds the form for, from its
-// gpu_conv_form ("direct" or "xy") and gpu_xy_max_cin: 0 (no such form)
-// unless the target has a GPU and the form is "xy". Throws CompileError
-// (naming `who`) on other values.
-int conv3d_xy_max_cin(const std::string &form, int max_cin, const Halide::Target &target,
-                      const std::string &who);
-
 // Throws CompileError (naming `who` and the offending values) unless the
 // shape is valid and the staging plus `other_shared` bytes of the caller's
 // own shared memory fit the 48 KB a block may have.

@@ -278,7 +278,16 @@ Conv3dXYShape P83Params::xy_shape(int max_cin) const {
 }
 
 int P83Params::xy_max_cin(const Target &target) const {
-    return conv3d_xy_max_cin(gpu_conv_form, gpu_xy_max_cin, target, "p83");
+    const std::string form = gpu_conv_form;
+    if (form != "direct" && form != "xy") {
+        throw CompileError("p83 GPU schedule: gpu_conv_form must be direct or xy, not \"" + form +
+                           "\"");
+    }
+    if (gpu_xy_max_cin < 1) {
+        throw CompileError("p83 GPU schedule: gpu_xy_max_cin must be at least 1, not " +
+                           std::to_string(int(gpu_xy_max_cin)));
+    }
+    return target.has_gpu_feature() && form == "xy" ? int(gpu_xy_max_cin) : 0;
 }
 
 void schedule_p83(P83Pipeline &p, const P83Params &t, const Target &target) {

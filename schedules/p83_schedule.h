@@ -34,7 +34,8 @@ struct P83Params {
     // GPU, "xy": a block owns tiles_x x tiles_y 4x4 tiles of gpu_xy_depth
     // output depths at a time, and stages the transformed input of its
     // tiles, their depths (+ 2) and all gpu_xy_max_cin channels in shared
-    // memory: 576 tiles_x tiles_y (depth + 2) max_cin bytes, under 48 KB.
+    // memory, 576 tiles_x tiles_y (depth + 2) max_cin bytes, and one depth's
+    // conv of its pixels, 64 tiles_x tiles_y (lanes + 1) bytes: under 48 KB.
     // Threads: gpu_xy_lanes output channels x tiles_x / tiles_per_thread x
     // tiles_y; each thread's 4 x 4 tiles_per_thread pixels and one channel
     // hold 36 tiles_per_thread transform-domain sums in registers.
