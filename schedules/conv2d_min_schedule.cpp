@@ -161,7 +161,7 @@ void gpu(Conv2dMinPipeline &p, const Conv2dMinParams &t, WinogradTapsLayout taps
 void schedule_conv2d_min(Conv2dMinPipeline &p, const Conv2dMinParams &t, const Target &target,
                          WinogradTapsLayout taps, Winograd2DChoice model) {
     if (target.has_gpu_feature() && p.form.dims == WinogradDims::XY) {
-        gpu_conv2d_min_winograd2d(p, t, t.wino2d_tiles_x(model));
+        gpu_conv2d_min_winograd2d(p, t, t.wino2d_tiles_x(model), t.wino2d_lanes(model));
     } else if (target.has_gpu_feature()) {
         gpu(p, t, taps);
     } else {
@@ -200,6 +200,10 @@ WinogradForm Conv2dMinParams::winograd_choice(const Target &target, Winograd2DCh
 
 int Conv2dMinParams::wino2d_tiles_x(Winograd2DChoice model) const {
     return gpu_wino2d_tiles_x == 0 ? model.tiles_x : int(gpu_wino2d_tiles_x);
+}
+
+int Conv2dMinParams::wino2d_lanes(Winograd2DChoice model) const {
+    return gpu_wino2d_lanes == 0 ? model.lanes : int(gpu_wino2d_lanes);
 }
 
 // Each model's measured taps layout and F(4x4, 3x3) choice (schedules/NOTES.md).

@@ -11,10 +11,10 @@ namespace fusedconv::schedules {
 // measured for each model on an H100 and an H200 alike (schedules/NOTES.md).
 // generators/CMakeLists.txt reads max_cin from these two lines.
 struct Winograd2DChoice {
-    int max_cin, tiles_x;
+    int max_cin, tiles_x, lanes;
 };
-constexpr Winograd2DChoice kP25Winograd2D{16, 8};
-constexpr Winograd2DChoice kP32Winograd2D{64, 4};
+constexpr Winograd2DChoice kP25Winograd2D{16, 8, 16};
+constexpr Winograd2DChoice kP32Winograd2D{64, 4, 32};
 
 struct Conv2dMinParams {
     // GPU: output pixels per block (one warp); each lane holds the tile's
@@ -63,10 +63,15 @@ struct Conv2dMinParams {
     Halide::GeneratorParam<int> gpu_wino2d_tiles_y{"gpu_wino2d_tiles_y", 1};
     Halide::GeneratorParam<int> gpu_wino2d_tiles_per_thread{"gpu_wino2d_tiles_per_thread", 4};
     Halide::GeneratorParam<int> gpu_wino2d_cin_unroll{"gpu_wino2d_cin_unroll", 4};
+    // GPU, F(4x4, 3x3): output channels on the lanes of a warp, and so in a
+    // round: 32, or 16 (a warp then holds two tile groups, whose lanes load
+    // the same transformed taps) or 8; 0: the model's choice.
+    Halide::GeneratorParam<int> gpu_wino2d_lanes{"gpu_wino2d_lanes", 0};
     // The Winograd form of the CUDA libraries, max_cin resolved for `model`.
     WinogradForm winograd_choice(const Halide::Target &target, Winograd2DChoice model) const;
-    // gpu_wino2d_tiles_x resolved for `model`.
+    // gpu_wino2d_tiles_x and gpu_wino2d_lanes resolved for `model`.
     int wino2d_tiles_x(Winograd2DChoice model) const;
+    int wino2d_lanes(Winograd2DChoice model) const;
     // CPU: vector width over x, and channels accumulated at once.
     Halide::GeneratorParam<int> cpu_vector{"cpu_vector", 8};
     Halide::GeneratorParam<int> cpu_channel_block{"cpu_channel_block", 8};

@@ -27,34 +27,41 @@ using namespace Halide;
 namespace {
 constexpr int kTile = 4, kPoints = 6;
 constexpr int kChannelsPerThread = 1;
-constexpr int kRound = 32 * kChannelsPerThread;  // channels per round
 constexpr int kSharedBytes = 48 * 1024;          // static shared memory of a block
 }  // namespace
 
-void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t, int tiles_x) {
+void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t, int tiles_x,
+                               int lanes) {
     const int tiles_y = t.gpu_wino2d_tiles_y;
     const int per_thread = t.gpu_wino2d_tiles_per_thread, cin_unroll = t.gpu_wino2d_cin_unroll;
     const int max_cin = p.form.max_cin_2d;
     auto fail = [](const std::string &why) {
         throw CompileError("conv2d-min F(4x4, 3x3) GPU schedule: " + why);
     };
-    // Each thread folds per_thread / 2 of the block's pixels into the min.
-    if (tiles_x < 1 || tiles_y < 1 || per_thread < 2 || per_thread % 2 != 0 ||
+    if (lanes != 8 && lanes != 16 && lanes != 32) {
+        fail("gpu_wino2d_lanes must be 8, 16 or 32 (or 0: the model's choice), not " +
+             std::to_string(lanes));
+    }
+    // Each thread folds 16 per_thread / lanes of the block's pixels into the
+    // min: a whole number.
+    if (tiles_x < 1 || tiles_y < 1 || per_thread < 1 || 16 * per_thread % lanes != 0 ||
         tiles_x % per_thread != 0) {
         fail("gpu_wino2d_tiles_x (" + std::to_string(tiles_x) + ") must be a multiple of "
-             "gpu_wino2d_tiles_per_thread (" + std::to_string(per_thread) + "), which must be "
-             "even and positive, gpu_wino2d_tiles_y (" + std::to_string(tiles_y) + ") positive");
+             "gpu_wino2d_tiles_per_thread (" + std::to_string(per_thread) + "), whose pixels (16 "
+             "a tile) must be a multiple of the " + std::to_string(lanes) +
+             " lanes, gpu_wino2d_tiles_y (" + std::to_string(tiles_y) + ") positive");
     }
     if (cin_unroll < 1) fail("gpu_wino2d_cin_unroll must be positive, not " + std::to_string(cin_unroll));
     // Threads: channel lanes x tile groups along x x tile groups along y (a
     // thread shape of three dimensions: Halide fuses every nest of the kernel
     // into one shape, and a fused tile index would lose the bounds of each
-    // thread's tiles).
-    const int threads_x = kRound / kChannelsPerThread, threads_y = tiles_x / per_thread,
-              threads_z = tiles_y, threads = threads_x * threads_y * threads_z;
+    // thread's tiles). A round is one channel a lane.
+    const int round_channels = lanes * kChannelsPerThread;
+    const int threads_x = lanes, threads_y = tiles_x / per_thread, threads_z = tiles_y,
+              threads = threads_x * threads_y * threads_z;
     if (threads > 256) fail(std::to_string(threads) + " threads a block (at most 256)");
     const int shared = 4 * (tiles_x * tiles_y * max_cin * kPoints * kPoints +
-                            (kRound + 1) * kTile * kTile * tiles_x * tiles_y +
+                            (round_channels + 1) * kTile * kTile * tiles_x * tiles_y +
                             kTile * kTile * tiles_x * tiles_y);
     if (shared >= kSharedBytes) {
         fail(std::to_string(shared) + " bytes of shared memory a block (" +
@@ -94,14 +101,14 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t, i
     over_threads(mn, pix);
     mn.reorder(pixo, pa, pb, pc).unroll(pixo).gpu_threads(pa, pb, pc);
     Stage fold = mn.update();
-    fold.split(p.min_channels.r.x, rk, rl, kRound, TailStrategy::GuardWithIf)
+    fold.split(p.min_channels.r.x, rk, rl, round_channels, TailStrategy::GuardWithIf)
         .reorder(rl, v.x, v.y, rk)
         .fuse(v.x, v.y, pix);
     over_threads(fold, pix);
     fold.reorder(pixo, rl, pa, pb, pc, rk).unroll(pixo).gpu_threads(pa, pb, pc);
 
-    // One round of kRound channels' conv values, in shared memory, channels
-    // innermost and padded to kRound + 1 words (the fold reads one channel
+    // One round of round_channels channels' conv values, in shared memory, channels
+    // innermost and padded to round_channels + 1 words (the fold reads one channel
     // of consecutive pixels). Thread (pa, pb, pc): channel pa of the round
     // (lanes on consecutive channels: their u loads are contiguous), tiles
     // (4 pb .. 4 pb + 3, pc) of the block.
@@ -111,10 +118,10 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t, i
         .store_in(MemoryType::GPUShared)
         .bound_extent(v.x, bx)
         .bound_extent(v.y, by)
-        .bound_extent(v.c, kRound)
+        .bound_extent(v.c, round_channels)
         .reorder_storage(v.c, v.x, v.y, v.n)
-        .align_storage(v.c, kRound + 1)
-        .split(v.c, co, cr, kRound)
+        .align_storage(v.c, round_channels + 1)
+        .split(v.c, co, cr, round_channels)
         .split(cr, pa, cc, kChannelsPerThread)
         .split(v.x, tx, i, kTile)
         .split(tx, pb, tp, per_thread)

@@ -6,7 +6,9 @@
 
 namespace fusedconv::schedules {
 
-// tiles_x: gpu_wino2d_tiles_x resolved for the model (Conv2dMinParams::wino2d_tiles_x).
-void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t, int tiles_x);
+// tiles_x, lanes: gpu_wino2d_tiles_x and gpu_wino2d_lanes resolved for the model
+// (Conv2dMinParams::wino2d_tiles_x, wino2d_lanes).
+void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t, int tiles_x,
+                               int lanes);
 
 }  // namespace fusedconv::schedules
