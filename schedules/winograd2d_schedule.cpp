@@ -5,25 +5,28 @@ namespace fusedconv::schedules {
 
 using namespace Halide;
 
-// The Winograd kernel: a block of 32 x tiles_x / tiles_per_thread x tiles_y
-// threads owns tiles_x x tiles_y Winograd tiles (defaults: p25 8 x 1, 32 x 4
-// output pixels; p32 4 x 1) of one sample. It stages the transformed input v
-// of every input channel of its tiles in shared memory once (Cin <= max_cin,
-// p25 16: 18 KB, p32 64: 37 KB); then, per round of 32 output channels, each
-// thread accumulates over the input channels the 36 transform-domain sums of
-// its tiles (4) x 1 output channel in registers (per input channel and tile 36 FFMA,
-// 9 LDS.128 of v; per input channel 9 LDG.128 of u through L1), applies the
-// output transform and writes its conv values to shared memory, where the
-// threads, one per pixel, fold the round into the running channel min. The
-// direct form (other kernel sizes, Cin > max_cin, and the runtime's
-// recomputation of NaN tiles) is a second kernel (out is specialized) with
-// the same threads: 1 channel x 4 tiles_per_thread x 4 pixels each, inputs
-// and weights through L1.
-// Measured (H200, 2026-11-25; the defaults are bench/tune's best on an H100
-// and an H200): p25 3.00 ms against 3.39-3.40 for the form along x; p32 9.86
-// ms against 11.9 along x (ncu: one-warp blocks with 45.5 KB of shared
-// memory, so 5 warps per SM; issue 40%, FMA pipe 30%, L1 80% and L2 72%
-// busy: every block reads all of u from L2); schedules/NOTES.md.
+// The Winograd kernel: a block of lanes x tiles_x / tiles_per_thread x
+// tiles_y threads owns tiles_x x tiles_y Winograd tiles of one sample
+// (defaults: p25 16 lanes, 8 x 1 tiles, one warp; p32 32 lanes, 4 x 1). It
+// stages the transformed input v of every input channel of its tiles in
+// shared memory once (Cin <= max_cin, p25 16: 18 KB, p32 64: 37 KB); then,
+// per round of `lanes` output channels, each thread accumulates over the input
+// channels the 36 transform-domain sums of its tiles (4) x 1 output channel
+// in registers (per input channel and tile 36 FFMA, 9 LDS.128 of v; per input
+// channel 9 LDG.128 of u through L1; with 16 lanes a warp's two tile groups
+// load the same u, half the L1 wavefronts of u), applies the output
+// transform and writes its conv values to shared memory, where the threads,
+// one per pixel, fold the round into the running channel min. The direct
+// form (other kernel sizes, Cin > max_cin, and the runtime's recomputation
+// of NaN tiles) is a second kernel (out is specialized) with the same
+// threads: 1 channel x 4 tiles_per_thread x 4 pixels each, inputs and
+// weights through L1.
+// Measured (the defaults are bench/tune's best on an H100 and an H200): p25
+// 2.94 ms with 16 lanes against 3.01 with 32 (2026-11-26, both GPUs) and
+// 3.39-3.40 for the form along x; p32 9.86 ms against 11.9 along x (H200;
+// ncu: one-warp blocks with 45.5 KB of shared memory, so 5 warps per SM;
+// issue 40%, FMA pipe 30%, L1 80% and L2 72% busy: every block reads all of
+// u from L2); schedules/NOTES.md.
 namespace {
 constexpr int kTile = 4, kPoints = 6;
 constexpr int kChannelsPerThread = 1;
@@ -107,11 +110,11 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t, i
     over_threads(fold, pix);
     fold.reorder(pixo, rl, pa, pb, pc, rk).unroll(pixo).gpu_threads(pa, pb, pc);
 
-    // One round of round_channels channels' conv values, in shared memory, channels
-    // innermost and padded to round_channels + 1 words (the fold reads one channel
-    // of consecutive pixels). Thread (pa, pb, pc): channel pa of the round
-    // (lanes on consecutive channels: their u loads are contiguous), tiles
-    // (4 pb .. 4 pb + 3, pc) of the block.
+    // One round's conv values, in shared memory, channels innermost and
+    // padded to round_channels + 1 words (the fold reads one channel of
+    // consecutive pixels). Thread (pa, pb, pc): channel pa of the round (lanes
+    // on consecutive channels: their u loads are contiguous), tiles (4 pb ..
+    // 4 pb + 3, pc) of the block.
     Var co("co"), cr("cr"), cc("cc"), tx("tx"), i("i"), j("j"), tt("tt"), tp("tp");
     Func round = p.conv_value;
     round.compute_at(mn, rk)
