@@ -49,10 +49,12 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t, i
     // min: a whole number.
     if (tiles_x < 1 || tiles_y < 1 || per_thread < 1 || 16 * per_thread % lanes != 0 ||
         tiles_x % per_thread != 0) {
-        fail("gpu_wino2d_tiles_x (" + std::to_string(tiles_x) + ") must be a multiple of "
-             "gpu_wino2d_tiles_per_thread (" + std::to_string(per_thread) + "), whose pixels (16 "
-             "a tile) must be a multiple of the " + std::to_string(lanes) +
-             " lanes, gpu_wino2d_tiles_y (" + std::to_string(tiles_y) + ") positive");
+        fail("gpu_wino2d_tiles_per_thread (" + std::to_string(per_thread) + ") x 16 pixels "
+             "must be a multiple of the " + std::to_string(lanes) + " lanes (each thread folds "
+             "whole pixels into the min), gpu_wino2d_tiles_x (" + std::to_string(tiles_x) +
+             ") a multiple of gpu_wino2d_tiles_per_thread, gpu_wino2d_tiles_y (" +
+             std::to_string(tiles_y) +
+             ") positive");
     }
     if (cin_unroll < 1) fail("gpu_wino2d_cin_unroll must be positive, not " + std::to_string(cin_unroll));
     // Threads: channel lanes x tile groups along x x tile groups along y (a
