@@ -6,8 +6,8 @@
 
 namespace fusedconv::schedules {
 
-// The F(4x4, 3x3) libraries' per-model choices, taken where gpu_wino2d_max_cin
-// and gpu_wino2d_tiles_x are 0 (their defaults): the best that bench/tune
+// The F(4x4, 3x3) libraries' per-model choices, taken where gpu_wino2d_max_cin,
+// gpu_wino2d_tiles_x and gpu_wino2d_lanes are 0 (their defaults): the best that bench/tune
 // measured for each model on an H100 and an H200 alike (schedules/NOTES.md).
 // generators/CMakeLists.txt reads max_cin from these two lines.
 struct Winograd2DChoice {
@@ -56,7 +56,7 @@ struct Conv2dMinParams {
     // block's 4x4 tiles along x and y, the tiles of one thread along x, and
     // how many input channels the sums' loop unrolls. A block's shared
     // memory (< 48 KB): 144 tiles_x tiles_y max_cin bytes of transformed
-    // input, 64 (32 + 1) tiles_x tiles_y bytes of conv values. max_cin and
+    // input, 64 (lanes + 1) tiles_x tiles_y bytes of conv values. max_cin and
     // tiles_x 0: the model's choice (Winograd2DChoice above).
     Halide::GeneratorParam<int> gpu_wino2d_max_cin{"gpu_wino2d_max_cin", 0};
     Halide::GeneratorParam<int> gpu_wino2d_tiles_x{"gpu_wino2d_tiles_x", 0};
