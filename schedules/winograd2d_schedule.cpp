@@ -53,8 +53,7 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t, i
              "must be a multiple of the " + std::to_string(lanes) + " lanes (each thread folds "
              "whole pixels into the min), gpu_wino2d_tiles_x (" + std::to_string(tiles_x) +
              ") a multiple of gpu_wino2d_tiles_per_thread, gpu_wino2d_tiles_y (" +
-             std::to_string(tiles_y) +
-             ") positive");
+             std::to_string(tiles_y) + ") positive");
     }
     if (cin_unroll < 1) fail("gpu_wino2d_cin_unroll must be positive, not " + std::to_string(cin_unroll));
     // Threads: channel lanes x tile groups along x x tile groups along y (a

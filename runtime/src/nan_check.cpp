@@ -17,6 +17,12 @@ void require_4d(const Tensor &t, const char *what) {
     }
 }
 
+void require_5d(const Tensor &t, const char *what) {
+    if (t.dim() != 5) {
+        throw Error(std::string(what) + ": needs a 5D tensor, got " + shape_string(t.shape()));
+    }
+}
+
 void require_4d_or_5d(const Tensor &t, const char *what) {
     if (t.dim() != 4 && t.dim() != 5) {
         throw Error(std::string(what) + ": needs a 4D or 5D tensor, got " +
@@ -33,6 +39,12 @@ bool winograd_applies(const Tensor &weight) {
 
 bool winograd2d_applies(const Tensor &weight, int64_t max_in_channels) {
     return winograd_applies(weight) && weight.shape()[1] <= max_in_channels;
+}
+
+bool winograd3d_xy_applies(const Tensor &weight, int64_t max_in_channels) {
+    require_5d(weight, "Winograd form over x and y");
+    const Shape &w = weight.shape();
+    return w[2] == 3 && w[3] == 3 && w[4] == 3 && w[1] <= max_in_channels;
 }
 
 std::vector<bool> nan_per_sample(const Tensor &t, NanProbe probe) {

@@ -40,6 +40,11 @@ bool winograd_applies(const Tensor &weight);
 // form along x (schedules/NOTES.md).
 bool winograd2d_applies(const Tensor &weight, int64_t max_in_channels);
 
+// The same for p83's conv3d weights (Cout, Cin, kd, kh, kw) and the F(4x4,
+// 3x3) library over x and y (p83_xy_cuda): 3x3x3 kernels with at most
+// `max_in_channels` input channels (kP83XYMaxInChannels).
+bool winograd3d_xy_applies(const Tensor &weight, int64_t max_in_channels);
+
 // `run(winograd, input, output)` computes `output` from `input` (Halide
 // buffers: the whole tensors or the same samples of both) in the Winograd
 // form (true) or the direct form. With `winograd` (a 3x3 kernel) the

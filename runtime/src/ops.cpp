@@ -322,9 +322,8 @@ void p83_run(const char *who, const Tensor &input, const Tensor &weight, const T
     // p25's). A tile it marks NaN makes its group's mean NaN, and so every
     // output of the group (GroupNorm, min, clamp and dropout all keep NaN):
     // the first element of each channel finds every such group.
-    const Shape &w = weight.shape();
-    const bool xy = output.device() == Device::GPU && w[2] == 3 && w[3] == 3 && w[4] == 3 &&
-                    w[1] <= kP83XYMaxInChannels;
+    const bool xy = output.device() == Device::GPU &&
+                    winograd3d_xy_applies(weight, kP83XYMaxInChannels);
     args.run(options, xy ? kAllocatesAndWaits : kAllocates, [&](bool gpu) {
         const std::string what = what_call(who, input);
         auto run = [&](bool winograd, halide_buffer_t *in, halide_buffer_t *o) {
