@@ -29,7 +29,6 @@ using namespace Halide;
 // u from L2); schedules/NOTES.md.
 namespace {
 constexpr int kTile = 4, kPoints = 6;
-constexpr int kChannelsPerThread = 1;
 constexpr int kSharedBytes = 48 * 1024;          // static shared memory of a block
 }  // namespace
 
@@ -60,7 +59,7 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t, i
     // thread shape of three dimensions: Halide fuses every nest of the kernel
     // into one shape, and a fused tile index would lose the bounds of each
     // thread's tiles). A round is one channel a lane.
-    const int round_channels = lanes * kChannelsPerThread;
+    const int round_channels = lanes;
     const int threads_x = lanes, threads_y = tiles_x / per_thread, threads_z = tiles_y,
               threads = threads_x * threads_y * threads_z;
     if (threads > 256) fail(std::to_string(threads) + " threads a block (at most 256)");
@@ -116,7 +115,7 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t, i
     // consecutive pixels). Thread (pa, pb, pc): channel pa of the round (lanes
     // on consecutive channels: their u loads are contiguous), tiles (4 pb ..
     // 4 pb + 3, pc) of the block.
-    Var co("co"), cr("cr"), cc("cc"), tx("tx"), i("i"), j("j"), tt("tt"), tp("tp");
+    Var co("co"), tx("tx"), i("i"), j("j"), tt("tt"), tp("tp");
     Func round = p.conv_value;
     round.compute_at(mn, rk)
         .store_in(MemoryType::GPUShared)
@@ -125,15 +124,13 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t, i
         .bound_extent(v.c, round_channels)
         .reorder_storage(v.c, v.x, v.y, v.n)
         .align_storage(v.c, round_channels + 1)
-        .split(v.c, co, cr, round_channels)
-        .split(cr, pa, cc, kChannelsPerThread)
+        .split(v.c, co, pa, round_channels)
         .split(v.x, tx, i, kTile)
         .split(tx, pb, tp, per_thread)
         .split(v.y, pc, j, kTile)
-        .reorder(i, j, cc, tp, pa, pb, pc, co, v.n)
+        .reorder(i, j, tp, pa, pb, pc, co, v.n)
         .unroll(i)
         .unroll(j)
-        .unroll(cc)
         .unroll(tp)
         .gpu_threads(pa, pb, pc);
     round.specialize(p.use_winograd);
@@ -201,7 +198,7 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t, i
         .store_in(MemoryType::Register)
         .bound_extent(v.x, kTile * per_thread)
         .bound_extent(v.y, kTile)
-        .bound_extent(v.c, kChannelsPerThread)
+        .bound_extent(v.c, 1)
         .reorder(v.x, v.y, v.c, v.n)
         .unroll(v.x)
         .unroll(v.y)
