@@ -58,13 +58,12 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t, i
     // Threads: channel lanes x tile groups along x x tile groups along y (a
     // thread shape of three dimensions: Halide fuses every nest of the kernel
     // into one shape, and a fused tile index would lose the bounds of each
-    // thread's tiles). A round is one channel a lane.
-    const int round_channels = lanes;
+    // thread's tiles). A round is one channel a lane: `lanes` channels.
     const int threads_x = lanes, threads_y = tiles_x / per_thread, threads_z = tiles_y,
               threads = threads_x * threads_y * threads_z;
     if (threads > 256) fail(std::to_string(threads) + " threads a block (at most 256)");
     const int shared = 4 * (tiles_x * tiles_y * max_cin * kPoints * kPoints +
-                            (round_channels + 1) * kTile * kTile * tiles_x * tiles_y +
+                            (lanes + 1) * kTile * kTile * tiles_x * tiles_y +
                             kTile * kTile * tiles_x * tiles_y);
     if (shared >= kSharedBytes) {
         fail(std::to_string(shared) + " bytes of shared memory a block (" +
@@ -104,14 +103,14 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t, i
     over_threads(mn, pix);
     mn.reorder(pixo, pa, pb, pc).unroll(pixo).gpu_threads(pa, pb, pc);
     Stage fold = mn.update();
-    fold.split(p.min_channels.r.x, rk, rl, round_channels, TailStrategy::GuardWithIf)
+    fold.split(p.min_channels.r.x, rk, rl, lanes, TailStrategy::GuardWithIf)
         .reorder(rl, v.x, v.y, rk)
         .fuse(v.x, v.y, pix);
     over_threads(fold, pix);
     fold.reorder(pixo, rl, pa, pb, pc, rk).unroll(pixo).gpu_threads(pa, pb, pc);
 
     // One round's conv values, in shared memory, channels innermost and
-    // padded to round_channels + 1 words (the fold reads one channel of
+    // padded to lanes + 1 words (the fold reads one channel of
     // consecutive pixels). Thread (pa, pb, pc): channel pa of the round (lanes
     // on consecutive channels: their u loads are contiguous), tiles (4 pb ..
     // 4 pb + 3, pc) of the block.
@@ -121,10 +120,10 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t, i
         .store_in(MemoryType::GPUShared)
         .bound_extent(v.x, bx)
         .bound_extent(v.y, by)
-        .bound_extent(v.c, round_channels)
+        .bound_extent(v.c, lanes)
         .reorder_storage(v.c, v.x, v.y, v.n)
-        .align_storage(v.c, round_channels + 1)
-        .split(v.c, co, pa, round_channels)
+        .align_storage(v.c, lanes + 1)
+        .split(v.c, co, pa, lanes)
         .split(v.x, tx, i, kTile)
         .split(tx, pb, tp, per_thread)
         .split(v.y, pc, j, kTile)

@@ -11,21 +11,12 @@ namespace fusedconv::detail {
 
 namespace {
 
-void require_4d(const Tensor &t, const char *what) {
-    if (t.dim() != 4) {
-        throw Error(std::string(what) + ": needs a 4D tensor, got " + shape_string(t.shape()));
-    }
-}
-
-void require_5d(const Tensor &t, const char *what) {
-    if (t.dim() != 5) {
-        throw Error(std::string(what) + ": needs a 5D tensor, got " + shape_string(t.shape()));
-    }
-}
-
-void require_4d_or_5d(const Tensor &t, const char *what) {
-    if (t.dim() != 4 && t.dim() != 5) {
-        throw Error(std::string(what) + ": needs a 4D or 5D tensor, got " +
+// t must have `lo` to `hi` dimensions; the message names them ("4D", "4D or 5D").
+void require_dims(const Tensor &t, const char *what, int lo, int hi) {
+    if (t.dim() < lo || t.dim() > hi) {
+        std::string want = std::to_string(lo) + "D";
+        if (hi != lo) want += " or " + std::to_string(hi) + "D";
+        throw Error(std::string(what) + ": needs a " + want + " tensor, got " +
                     shape_string(t.shape()));
     }
 }
@@ -33,7 +24,7 @@ void require_4d_or_5d(const Tensor &t, const char *what) {
 }  // namespace
 
 bool winograd_applies(const Tensor &weight) {
-    require_4d(weight, "Winograd form");
+    require_dims(weight, "Winograd form", 4, 4);
     return weight.shape()[2] == 3 && weight.shape()[3] == 3;
 }
 
@@ -42,13 +33,13 @@ bool winograd2d_applies(const Tensor &weight, int64_t max_in_channels) {
 }
 
 bool winograd3d_xy_applies(const Tensor &weight, int64_t max_in_channels) {
-    require_5d(weight, "Winograd form over x and y");
+    require_dims(weight, "Winograd form over x and y", 5, 5);
     const Shape &w = weight.shape();
     return w[2] == 3 && w[3] == 3 && w[4] == 3 && w[1] <= max_in_channels;
 }
 
 std::vector<bool> nan_per_sample(const Tensor &t, NanProbe probe) {
-    require_4d_or_5d(t, "NaN check");
+    require_dims(t, "NaN check", 4, 5);
     Halide::Runtime::Buffer<int32_t> counts(static_cast<int>(t.shape()[0]));
     const bool gpu = t.device() == Device::GPU;
     auto fn = gpu ? fusedconv_count_nan_cuda : fusedconv_count_nan_cpu;
@@ -89,7 +80,7 @@ std::vector<bool> nan_per_sample(const Tensor &t, NanProbe probe) {
 }
 
 Halide::Runtime::Buffer<float> sample_range(const Tensor &t, int first, int count) {
-    require_4d_or_5d(t, "sample range");
+    require_dims(t, "sample range", 4, 5);
     const int64_t samples = t.shape()[0];
     if (first < 0 || count < 1 || first + static_cast<int64_t>(count) > samples) {
         throw Error("sample range: samples [" + std::to_string(first) + ", " +
