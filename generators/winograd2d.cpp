@@ -83,7 +83,8 @@ ConvWinograd2D conv2d_winograd_2d(Func input, Func weight, Func bias, Expr kw, E
                                   const std::string &name) {
     V v;
     ConvWinograd2D w;
-    const int T = kWinogradTile, K = kWinogradPoints, G = kWinograd2DPointGroup;
+    const int T = kWinogradTile, K = kWinogradPoints, G = kWinograd2DPointGroup,
+              CG = kWinograd2DChannelGroup;
     name_stages(w, name);
     w.r = RDom(0, cin, name + "_r");
 
@@ -92,15 +93,16 @@ ConvWinograd2D conv2d_winograd_2d(Func input, Func weight, Func bias, Expr kw, E
     define_taps(w.ux, w.u, w.weight, w.k, w.l, {v.z, v.c});
     define_input(w.vx, w.v, w.source, w, {v.c, v.n});
 
-    Var q("wq"), g("wg");
+    Var q("wq"), cl("wcl"), g("wg");
     Expr point = G * g + q;
-    w.ug(q, v.c, g, v.z) = w.u(point % K, point / K, v.z, v.c);
+    w.ug(q, cl, g, v.z, v.c) = w.u(point % K, point / K, v.z, CG * v.c + cl);
 
     // The sums over input channels, point by point (point = k + 6 l).
     const RDom &r = w.r;
     const Var &pt = w.p, &tx = w.tx, &ty = w.ty;
     w.m(pt, tx, ty, v.c, v.n) = 0.0f;
-    w.m(pt, tx, ty, v.c, v.n) += w.ug(pt % G, v.c, pt / G, r) * w.v(pt % K, pt / K, tx, ty, r, v.n);
+    w.m(pt, tx, ty, v.c, v.n) +=
+        w.ug(pt % G, v.c % CG, pt / G, r, v.c / CG) * w.v(pt % K, pt / K, tx, ty, r, v.n);
 
     define_output(w.ox, w.poison, w.tiles, w.m, bias, v.c, cout, w, {v.c, v.n});
     w.f(v.x, v.y, v.c, v.n) = w.tiles(v.x % T, v.y % T, v.x / T, v.y / T, v.c, v.n);
@@ -112,7 +114,8 @@ ConvWinograd3D conv3d_winograd_xy(Func input, Func weight, Func bias, Expr kw, E
                                   const std::string &name) {
     V v;
     ConvWinograd3D w;
-    const int T = kWinogradTile, K = kWinogradPoints, G = kWinograd2DPointGroup;
+    const int T = kWinogradTile, K = kWinogradPoints, G = kWinograd2DPointGroup,
+              CG = kWinograd2DChannelGroup;
     name_stages(w, name);
     w.r = RDom(0, kWinogradTaps, 0, cin, name + "_r");
 
@@ -130,15 +133,15 @@ ConvWinograd3D conv3d_winograd_xy(Func input, Func weight, Func bias, Expr kw, E
     define_taps(w.ux, w.u, w.weight, w.k, w.l, {v.z, v.c, v.n});
     define_input(w.vx, w.v, w.source, w, {v.z, v.c, v.n});
 
-    Var q("wq"), g("wg"), kz("wkz");
+    Var q("wq"), cl("wcl"), g("wg"), kz("wkz");
     Expr point = G * g + q;
-    w.ug(q, v.c, g, kz, v.z) = w.u(point % K, point / K, kz, v.z, v.c);
+    w.ug(q, cl, g, kz, v.z, v.c) = w.u(point % K, point / K, kz, v.z, CG * v.c + cl);
 
     // The sums over (depth tap, input channel), point by point.
     const RDom &r = w.r;
     const Var &pt = w.p, &tx = w.tx, &ty = w.ty;
     w.m(pt, tx, ty, v.z, v.c, v.n) = 0.0f;
-    w.m(pt, tx, ty, v.z, v.c, v.n) += w.ug(pt % G, v.c, pt / G, r.x, r.y) *
+    w.m(pt, tx, ty, v.z, v.c, v.n) += w.ug(pt % G, v.c % CG, pt / G, r.x, r.y, v.c / CG) *
                                       w.v(pt % K, pt / K, tx, ty, v.z + r.x, r.y, v.n);
 
     define_output(w.ox, w.poison, w.tiles, w.m, bias, v.c, cout, w, {v.z, v.c, v.n});

@@ -7,9 +7,13 @@
 // m(k, l) = sum over ci of u(k, l) * v(k, l), so each output transform runs
 // once per tile and output channel. The sums are indexed by one point
 // p = k + 6 l and read u regrouped as ug, the 36 points in 9 groups of 4
-// with the output channel between group and point: a schedule can then
-// store 4 points of consecutive channels together (one vector load each,
-// consecutive across threads of consecutive channels). Each two-dimensional
+// and the output channels in groups of 32: (point in group, channel in
+// group, point group, input channel, channel group). Stored in that order,
+// 4 points of consecutive channels lie together (one vector load each,
+// consecutive across threads of consecutive channels), and the strides
+// between point groups and input channels are constants, so a thread's
+// loads along its input-channel loop are one address plus fixed offsets.
+// Each two-dimensional
 // transform is the one-dimensional F(4, 3) transform (winograd.h) along x,
 // then along y.
 //
@@ -29,8 +33,10 @@
 
 namespace fusedconv::blocks {
 
-// Points per group of ConvWinograd2D::ug (36 = 9 groups of 4).
+// Points per group of ConvWinograd2D::ug (36 = 9 groups of 4), and output
+// channels per group.
 constexpr int kWinograd2DPointGroup = 4;
+constexpr int kWinograd2DChannelGroup = 32;
 
 // The Vars both forms below use.
 struct ConvWinograd2DVars {
@@ -44,7 +50,7 @@ struct ConvWinograd2D : ConvWinograd2DVars {
     Func weight;  // (kx, ky, ci, co): the weights, every index clamped
     Func ux;      // (k, ky, ci, co): G along x of each row of taps
     Func u;       // (k, l, ci, co): G g GT
-    Func ug;      // (q, co, g, ci): u of point k + 6 l = 4 g + q, in groups of 4 points
+    Func ug;      // (q, cl, g, ci, cg): u of point 4 g + q = k + 6 l, channel 32 cg + cl
     Func vx;      // (k, tx, y, ci, n): BT along x of each input row of a tile
     Func v;       // (k, l, tx, ty, ci, n): BT d B
     Func m;       // (p, tx, ty, co, n): the transform-domain sums over r at point p = k + 6 l
@@ -70,7 +76,7 @@ struct ConvWinograd3D : ConvWinograd2DVars {
     Func weight;  // (kx, ky, kz, ci, co): the weights, every index clamped
     Func ux;      // (k, ky, kz, ci, co)
     Func u;       // (k, l, kz, ci, co): G g GT of each depth tap's plane
-    Func ug;      // (q, co, g, kz, ci): u of point 4 g + q, as ConvWinograd2D::ug
+    Func ug;      // (q, cl, g, kz, ci, cg): as ConvWinograd2D::ug
     Func vx;      // (k, tx, y, z, ci, n)
     Func v;       // (k, l, tx, ty, z, ci, n): BT d B of each input plane
     Func m;       // (p, tx, ty, z, co, n): the sums over r at point p

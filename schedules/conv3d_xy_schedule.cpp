@@ -79,16 +79,20 @@ void schedule_conv3d_xy(blocks::ConvWinograd3D &w, const blocks::Conv &conv, con
         .gpu_threads(pa, pb, pc);
     // u = G g GT once per call by a small kernel, stored as ug: 4 points of
     // consecutive output channels together (lanes on consecutive channels
-    // read consecutive 16-byte pieces).
-    Var q = w.ug.args()[0], g = w.ug.args()[2], kz = w.ug.args()[3], zc("zc"), zcb("zcb"),
-        zct("zct");
+    // read consecutive 16-byte pieces), the point groups, depth taps and
+    // input channels constant strides apart within a group of 32 channels.
+    Var q = w.ug.args()[0], cl = w.ug.args()[1], g = w.ug.args()[2], kz = w.ug.args()[3],
+        zc("zc"), zcb("zcb"), zct("zct");
     w.ug.compute_root()
         .bound(q, 0, blocks::kWinograd2DPointGroup)
+        .bound(cl, 0, blocks::kWinograd2DChannelGroup)
         .bound(g, 0, kPoints * kPoints / blocks::kWinograd2DPointGroup)
-        .reorder(q, g, kz, v.z, v.c)
+        .bound(kz, 0, blocks::kWinogradTaps)
+        .reorder(q, g, cl, kz, v.z, v.c)
         .unroll(q)
         .unroll(g)
-        .fuse(kz, v.z, zc)
+        .fuse(cl, kz, zc)
+        .fuse(zc, v.z, zc)
         .fuse(zc, v.c, zc)
         .gpu_tile(zc, zcb, zct, 64, TailStrategy::GuardWithIf);
 

@@ -22,11 +22,10 @@ using namespace Halide;
 // threads: 1 channel x 4 tiles_per_thread x 4 pixels each, inputs and
 // weights through L1.
 // Measured (the defaults are bench/tune's best on an H100 and an H200): p25
-// 2.94 ms with 16 lanes against 3.01 with 32 (2026-11-26, both GPUs) and
-// 3.39-3.40 for the form along x; p32 9.86 ms against 11.9 along x (H200;
-// ncu: one-warp blocks with 45.5 KB of shared memory, so 5 warps per SM;
-// issue 40%, FMA pipe 30%, L1 80% and L2 72% busy: every block reads all of
-// u from L2); schedules/NOTES.md.
+// 2.91 ms on an H200 (16 lanes 2% faster than 32 on both GPUs; the form
+// along x 3.39-3.40); p32 9.61 ms against 11.9 along x (H200; ncu: one-warp
+// blocks with 45.5 KB of shared memory, so 5 warps per SM; L1 85% and L2 59%
+// busy: every block reads all of u from L2); schedules/NOTES.md.
 namespace {
 constexpr int kTile = 4, kPoints = 6;
 constexpr int kSharedBytes = 48 * 1024;          // static shared memory of a block
@@ -179,16 +178,19 @@ void gpu_conv2d_min_winograd2d(Conv2dMinPipeline &p, const Conv2dMinParams &t, i
     // u = G g GT once per call by a small kernel, stored as ug: 4 points of
     // consecutive output channels together, so a thread's 36 points of one
     // channel are 9 vector loads and a warp's lanes read consecutive 16-byte
-    // pieces.
+    // pieces; within a group of 32 channels the point groups and input
+    // channels are constant strides apart (loads at fixed offsets).
     Var zc("zc"), zcb("zcb"), zct("zct");
-    Var q = w.ug.args()[0], g = w.ug.args()[2];
+    Var q = w.ug.args()[0], cl = w.ug.args()[1], g = w.ug.args()[2];
     w.ug.compute_root()
         .bound(q, 0, blocks::kWinograd2DPointGroup)
+        .bound(cl, 0, blocks::kWinograd2DChannelGroup)
         .bound(g, 0, kPoints * kPoints / blocks::kWinograd2DPointGroup)
-        .reorder(q, g, v.z, v.c)
+        .reorder(q, g, cl, v.z, v.c)
         .unroll(q)
         .unroll(g)
-        .fuse(v.z, v.c, zc)
+        .fuse(cl, v.z, zc)
+        .fuse(zc, v.c, zc)
         .gpu_tile(zc, zcb, zct, 64, TailStrategy::GuardWithIf);
 
     // Direct form: per thread 1 channel x 16 x 4 pixels in registers.
