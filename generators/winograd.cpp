@@ -26,11 +26,13 @@ std::vector<Expr> winograd_output_transform(const std::vector<Expr> &m) {
     return {m[0] + s12 + s34, d12 + 2.0f * d34, s12 + 4.0f * s34, d12 + 8.0f * d34 + m[5]};
 }
 
-Expr winograd_poison(const std::vector<Expr> &m, float bound) {
-    Expr magnitude = abs(m[0]);
-    for (size_t j = 1; j < m.size(); j++) magnitude += abs(m[j]);
-    // strict_float keeps Halide's fast-math from folding 0 * x to 0.
-    return strict_float(0.0f * (magnitude * bound));
+Expr winograd_poison_bias(const Expr &bias, const std::vector<Expr> &outputs) {
+    Expr sum = outputs[0];
+    for (size_t j = 1; j < outputs.size(); j++) sum += outputs[j];
+    auto u32 = [](uint32_t value) { return Internal::make_const(UInt(32), value); };
+    Expr not_finite = (reinterpret<uint32_t>(sum) & u32(0x7f800000u)) == u32(0x7f800000u);
+    return reinterpret<float>(reinterpret<uint32_t>(bias) |
+                              select(not_finite, u32(0x7fc00000u), u32(0)));
 }
 
 ConvWinogradX conv2d_winograd_x(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr cin,
@@ -63,10 +65,9 @@ ConvWinogradX conv2d_winograd_x(Func input, Func weight, Func bias, Expr kw, Exp
 
     std::vector<Expr> m;
     for (int j = 0; j < kWinogradPoints; j++) m.push_back(w.m(j, t, v.y, v.c, v.n));
-    // The poison (see winograd.h): AT's largest coefficient is 8, so
-    // 16 * sum |m| bounds every |AT m| with a factor 2 to spare.
-    w.tiles(i, t, v.y, v.c, v.n) = (bias(clamp(v.c, 0, cout - 1)) + winograd_poison(m, 16.0f)) +
-                                   mux(i, winograd_output_transform(m));
+    const std::vector<Expr> outputs = winograd_output_transform(m);
+    w.tiles(i, t, v.y, v.c, v.n) =
+        winograd_poison_bias(bias(clamp(v.c, 0, cout - 1)), outputs) + mux(i, outputs);
     w.f(v.x, v.y, v.c, v.n) =
         w.tiles(v.x % kWinogradTile, v.x / kWinogradTile, v.y, v.c, v.n);
     return w;

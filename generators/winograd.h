@@ -13,10 +13,11 @@
 // Non-finite values: a NaN or an infinity in an input window would reach the
 // tile's outputs whose own 3-wide window does not hold it (and inf - inf
 // makes NaN), and a float32 overflow inside the transforms could differ
-// from the direct form's result. So every output of a tile whose transform
-// sums are not all finite (or large enough that the output transform could
-// overflow) is NaN, on purpose: a caller that finds NaN in a result computed
-// this way recomputes it in the direct form (see runtime/src/nan_check.h).
+// from the direct form's result. So every output of a tile whose outputs
+// are not all finite (which a transform sum that is not finite, or an
+// overflow inside the transforms, makes them) is NaN, on purpose: a caller
+// that finds NaN in a result computed this way recomputes it in the direct
+// form (see runtime/src/nan_check.h).
 //
 // Like blocks::conv2d this is an algorithm only.
 #pragma once
@@ -57,10 +58,15 @@ ConvWinogradX conv2d_winograd_x(Func input, Func weight, Func bias, Expr kw, Exp
 std::vector<Expr> winograd_taps_transform(const Expr &g0, const Expr &g1, const Expr &g2);
 std::vector<Expr> winograd_input_transform(const std::vector<Expr> &d);
 std::vector<Expr> winograd_output_transform(const std::vector<Expr> &m);
-// 0 where `bound` * sum |m| is finite, NaN otherwise: added to every output
-// of a tile, it marks the tiles whose sums are not all finite or whose
-// output transform could overflow (`bound` at least twice the transform's
-// largest coefficient).
-Expr winograd_poison(const std::vector<Expr> &m, float bound);
+// `bias` where the sum of a tile's outputs is finite, NaN otherwise: added to
+// each of the tile's outputs, it marks the tiles the caller recomputes in
+// the direct form. A transform-domain sum that is not finite makes some
+// output inf or NaN (every point reaches an output with a nonzero
+// coefficient of AT), and so does an overflow inside the transforms. The
+// test and the NaN are integer operations: Halide 14 compiles PTX with
+// no-NaN, no-inf fast-math for the whole kernel, which folds 0 * x to 0 even
+// under strict_float (the poison's former form, 0 * sum |m|, was compiled
+// away on the GPU).
+Expr winograd_poison_bias(const Expr &bias, const std::vector<Expr> &outputs);
 
 }  // namespace fusedconv::blocks

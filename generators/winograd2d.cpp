@@ -40,25 +40,26 @@ void define_input(Func &vx, Func &v, Func source, const ConvWinograd2DVars &w,
 }
 
 // out = AT m A: each row of m along x, then the columns along y, plus the
-// bias of channel `co` and the tile's poison. m(p, tx, ty, rest...) with p =
-// k + 6 l; ox(i, l, tx, ty, rest...); poison(tx, ty, rest...); tiles(i, j,
-// tx, ty, rest...).
+// bias of channel `co`, NaN for a tile to recompute (poison). m(p, tx, ty,
+// rest...) with p = k + 6 l; ox(i, l, tx, ty, rest...); poison(tx, ty,
+// rest...); tiles(i, j, tx, ty, rest...).
 void define_output(Func &ox, Func &poison, Func &tiles, Func m, Func bias, const Expr &co,
                    const Expr &cout, const ConvWinograd2DVars &w, const std::vector<Var> &rest) {
-    const int K = kWinogradPoints;
-    std::vector<Expr> mrow, mall, ocol;
-    for (int q = 0; q < K; q++) {
-        mrow.push_back(m(args({q + K * w.l, w.tx, w.ty}, rest)));
-        for (int p = 0; p < K; p++) mall.push_back(m(args({p + K * q, w.tx, w.ty}, rest)));
-    }
+    const int K = kWinogradPoints, T = kWinogradTile;
+    std::vector<Expr> mrow, ocol, outputs;
+    for (int q = 0; q < K; q++) mrow.push_back(m(args({q + K * w.l, w.tx, w.ty}, rest)));
     ox(args({w.i, w.l, w.tx, w.ty}, rest)) = mux(w.i, winograd_output_transform(mrow));
     for (int q = 0; q < K; q++) ocol.push_back(ox(args({w.i, q, w.tx, w.ty}, rest)));
-    // AT's largest coefficient is 8, so 8 * 8 * sum |m| bounds every output;
-    // 128 keeps the form along x's factor 2 to spare.
-    poison(args({w.tx, w.ty}, rest)) = winograd_poison(mall, 128.0f);
+    // The bias, or NaN where the tile's 16 outputs are not all finite
+    // (winograd_poison_bias).
+    for (int i = 0; i < T; i++) {
+        std::vector<Expr> col;
+        for (int q = 0; q < K; q++) col.push_back(ox(args({i, q, w.tx, w.ty}, rest)));
+        for (const Expr &o : winograd_output_transform(col)) outputs.push_back(o);
+    }
+    poison(args({w.tx, w.ty}, rest)) = winograd_poison_bias(bias(clamp(co, 0, cout - 1)), outputs);
     tiles(args({w.i, w.j, w.tx, w.ty}, rest)) =
-        (bias(clamp(co, 0, cout - 1)) + poison(args({w.tx, w.ty}, rest))) +
-        mux(w.j, winograd_output_transform(ocol));
+        poison(args({w.tx, w.ty}, rest)) + mux(w.j, winograd_output_transform(ocol));
 }
 
 // Names the form's Funcs after `name` (both forms have the same stages).

@@ -23,8 +23,9 @@
 // bounds it by the conditioning of each output.
 //
 // Non-finite values: as in the form along x, every output of a tile whose
-// 36 sums are not all finite, or could overflow in the output transform, is
-// NaN on purpose, and the caller recomputes those in the direct form.
+// 36 sums are not all finite, or whose output transform overflows, is NaN
+// on purpose (checked on the tile's 16 outputs, which either makes not
+// finite), and the caller recomputes those in the direct form.
 //
 // Like blocks::conv2d this is an algorithm only.
 #pragma once
@@ -56,7 +57,7 @@ struct ConvWinograd2D : ConvWinograd2DVars {
     Func m;       // (p, tx, ty, co, n): the transform-domain sums over r at point p = k + 6 l
     RDom r;       // ci
     Func ox;      // (i, l, tx, ty, co, n): AT along x of each row of m
-    Func poison;  // (tx, ty, co, n): 0, or NaN for a tile to recompute
+    Func poison;  // (tx, ty, co, n): the bias, or NaN for a tile to recompute
     Func tiles;   // (i, j, tx, ty, co, n): the conv plus bias at (4 tx + i, 4 ty + j)
     Func f;       // (x, y, co, n)
 };

@@ -138,6 +138,27 @@ TEST_P(P32, NanPropagatesLikePyTorch) {
     EXPECT_TRUE(matches(m.forward(on_device(in)), ref));
 }
 
+// An overflow inside a Winograd transform that leaves no NaN: a constant
+// input D and every tap 1 / (9 Cin) make each conv value D, finite, while
+// the input transform's second point (-6 D along an axis, 36 D in both)
+// reaches +-inf and every other point is 0, so every output of the form is
+// +inf. Such tiles must be recomputed in the direct form. Cin 1 takes the
+// form in x and y on the GPU (D 1e37: only the 36 D overflows), Cin 65 the
+// form along x (D 6e37: -6 D overflows, 5 D does not).
+TEST_P(P32, TransformOverflowIsRecomputedInTheDirectForm) {
+    for (auto [cin, d] : {std::pair{1, 1e37f}, std::pair{65, 6e37f}}) {
+        SCOPED_TRACE("cin " + std::to_string(cin));
+        Conv2dScaleMin m(cin, 2, 3, 1.0f, choice(), 23);
+        const float w = 1.0f / static_cast<float>(9 * cin);
+        m.set_parameters(Tensor::from_vector({2, cin, 3, 3}, std::vector<float>(18 * cin, w)),
+                         Tensor::from_vector({2}, {0.0f, 0.0f}));
+        Tensor in = Tensor::from_vector({1, cin, 10, 12}, std::vector<float>(120 * cin, d));
+        HostTensor ref = p32_reference(m, in);
+        EXPECT_TRUE(std::isfinite(ref.at({0, 0, 0, 0})));
+        EXPECT_TRUE(matches(m.forward(on_device(in)), ref));
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, P32, ::testing::Values(DeviceChoice::CPU, DeviceChoice::GPU),
                          device_name);
 

@@ -312,14 +312,16 @@ TEST_P(Numerics, InfinitiesInP25BehaveLikePyTorch) {
 }
 
 // The Winograd form (generators/winograd.h) makes NaN every output of a tile
-// whose sums are not all finite or could overflow, and the model then
-// recomputes in the direct form. Inputs up to 3e37: the input transform
-// (coefficients summing to 10) overflows float32 while the direct conv stays
-// finite, so the Winograd library alone leaves NaN that the model's result
-// must not have.
+// whose outputs are not all finite, and the model then recomputes in the
+// direct form. Every input 1e38 and every tap 1/27: each conv value is 1e38,
+// finite, but the input transform's second point sums 6 of them and
+// overflows, so the Winograd library alone leaves NaN that the model's
+// result must not have.
 TEST(WinogradFallback, TransformOverflowIsRecomputedInTheDirectForm) {
     Conv2dMinTanhTanh m(3, 5, 3, DeviceChoice::CPU, 51);
-    Tensor in = random_tensor({1, 3, 7, 13}, 52, -3e37f, 3e37f);
+    m.set_parameters(Tensor::from_vector({5, 3, 3, 3}, std::vector<float>(135, 1.0f / 27)),
+                     Tensor::from_vector({5}, std::vector<float>(5, 0.0f)));
+    Tensor in = Tensor::from_vector({1, 3, 7, 13}, std::vector<float>(273, 1e38f));
     Tensor winograd_only = Tensor::empty(m.output_shape(in.shape()));
     ASSERT_EQ(fusedconv_p25_cpu(in.raw(), m.conv_weight().raw(), m.conv_bias().raw(), true,
                                 winograd_only.raw()),
@@ -335,8 +337,7 @@ TEST(WinogradFallback, TransformOverflowIsRecomputedInTheDirectForm) {
 // the model's output is, sample by sample, bit for bit either the Winograd
 // form's alone or the direct form's alone. Of 5 samples, 0 holds a NaN and 2
 // and 3 values up to 3e38, which overflow the Winograd transforms on either
-// device (up to 3e37 did on the CPU only: on the GPU, contracted FMAs kept
-// the transforms finite); 1 and 4 keep the Winograd result. p32, whose
+// device; 1 and 4 keep the Winograd result. p32, whose
 // output (unlike p25's tanh) shows any overflow. On the GPU, 3 input
 // channels run the F(4x4, 3x3) library and one more than its limit
 // (kP32Winograd2DMaxInChannels) the form along x (the runtime's choice,

@@ -103,11 +103,11 @@ private:
     int in_channels_, out_channels_, kernel_size_;
 };
 
-// p32 and p25 with 3x3 kernels compute the convolution by Winograd F(4, 3)
-// along x, check the result for the NaN with which that form marks the tiles
-// where it could differ from the direct form (a NaN or infinity in the
-// input, or sums that could overflow), and recompute in the direct form the
-// samples that hold one. On the GPU that check copies a count per sample
+// p32 and p25 with 3x3 kernels compute the convolution by Winograd (F(4x4,
+// 3x3), or F(4, 3) along x past its channel limit), check the result for the
+// NaN with which that form marks the tiles where it could differ from the
+// direct form (a NaN or infinity in the input, or an overflow inside its
+// transforms), and recompute in the direct form the samples that hold one. On the GPU that check copies a count per sample
 // to the host, so their forward_into waits for the call's stream to finish
 // (the other models copy nothing back to the host).
 
