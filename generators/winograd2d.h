@@ -13,9 +13,8 @@
 // consecutive across threads of consecutive channels), and the strides
 // between point groups and input channels are constants, so a thread's
 // loads along its input-channel loop are one address plus fixed offsets.
-// Each two-dimensional
-// transform is the one-dimensional F(4, 3) transform (winograd.h) along x,
-// then along y.
+// Each two-dimensional transform is the one-dimensional F(4, 3) transform
+// (winograd.h) along x, then along y.
 //
 // Float32 error: the transforms' coefficients multiply along both axes
 // (up to 8 x 8 in AT), so rounding grows more than in the form along x;
@@ -23,9 +22,9 @@
 // bounds it by the conditioning of each output.
 //
 // Non-finite values: as in the form along x, every output of a tile whose
-// 36 sums are not all finite, or whose output transform overflows, is NaN
-// on purpose (checked on the tile's 16 outputs, which either makes not
-// finite), and the caller recomputes those in the direct form.
+// 36 sums are not all finite, or whose transforms overflow, is NaN on
+// purpose (checked on the tile's 16 outputs, of which either leaves one inf
+// or NaN), and the caller recomputes those in the direct form.
 //
 // Like blocks::conv2d this is an algorithm only.
 #pragma once

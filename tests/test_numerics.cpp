@@ -337,11 +337,11 @@ TEST(WinogradFallback, TransformOverflowIsRecomputedInTheDirectForm) {
 // the model's output is, sample by sample, bit for bit either the Winograd
 // form's alone or the direct form's alone. Of 5 samples, 0 holds a NaN and 2
 // and 3 values up to 3e38, which overflow the Winograd transforms on either
-// device; 1 and 4 keep the Winograd result. p32, whose
-// output (unlike p25's tanh) shows any overflow. On the GPU, 3 input
-// channels run the F(4x4, 3x3) library and one more than its limit
-// (kP32Winograd2DMaxInChannels) the form along x (the runtime's choice,
-// runtime/src/nan_check.h), so both fall back alike.
+// device; 1 and 4 keep the Winograd result. p32, whose output (unlike p25's
+// tanh) shows any overflow. On the GPU, 3 input channels run the F(4x4, 3x3)
+// library and one more than its limit (kP32Winograd2DMaxInChannels) the form
+// along x (the runtime's choice, runtime/src/nan_check.h), so both fall back
+// alike.
 class WinogradFallbackOnDevice : public ::testing::TestWithParam<std::tuple<DeviceChoice, int>> {
 protected:
     DeviceChoice choice() const { return std::get<0>(GetParam()); }

@@ -107,9 +107,10 @@ private:
 // 3x3), or F(4, 3) along x past its channel limit), check the result for the
 // NaN with which that form marks the tiles where it could differ from the
 // direct form (a NaN or infinity in the input, or an overflow inside its
-// transforms), and recompute in the direct form the samples that hold one. On the GPU that check copies a count per sample
-// to the host, so their forward_into waits for the call's stream to finish
-// (the other models copy nothing back to the host).
+// transforms), and recompute in the direct form the samples that hold one.
+// On the GPU that check copies a count per sample to the host, so their
+// forward_into waits for the call's stream to finish (the other models copy
+// nothing back to the host).
 
 // p32: Conv2d(in, out, k) -> x * scale_factor -> torch.min(x, dim=1, keepdim=True)[0].
 class Conv2dScaleMin : public Model {
