@@ -50,16 +50,17 @@ void define_output(Func &ox, Func &poison, Func &tiles, Func m, Func bias, const
     for (int q = 0; q < K; q++) mrow.push_back(m(args({q + K * w.l, w.tx, w.ty}, rest)));
     ox(args({w.i, w.l, w.tx, w.ty}, rest)) = mux(w.i, winograd_output_transform(mrow));
     for (int q = 0; q < K; q++) ocol.push_back(ox(args({w.i, q, w.tx, w.ty}, rest)));
-    // The bias, or NaN where the tile's 16 outputs are not all finite
+    // The tile's 16 outputs before the bias (inlined wherever read).
+    Func transformed;
+    transformed(args({w.i, w.j, w.tx, w.ty}, rest)) = mux(w.j, winograd_output_transform(ocol));
+    // The bias, or NaN where those outputs are not all finite
     // (winograd_poison_bias).
     for (int i = 0; i < T; i++) {
-        std::vector<Expr> col;
-        for (int q = 0; q < K; q++) col.push_back(ox(args({i, q, w.tx, w.ty}, rest)));
-        for (const Expr &o : winograd_output_transform(col)) outputs.push_back(o);
+        for (int j = 0; j < T; j++) outputs.push_back(transformed(args({i, j, w.tx, w.ty}, rest)));
     }
     poison(args({w.tx, w.ty}, rest)) = winograd_poison_bias(bias(clamp(co, 0, cout - 1)), outputs);
     tiles(args({w.i, w.j, w.tx, w.ty}, rest)) =
-        poison(args({w.tx, w.ty}, rest)) + mux(w.j, winograd_output_transform(ocol));
+        poison(args({w.tx, w.ty}, rest)) + transformed(args({w.i, w.j, w.tx, w.ty}, rest));
 }
 
 // Names the form's Funcs after `name` (both forms have the same stages).
