@@ -162,9 +162,7 @@ Expr groupnorm_apply(Func f5, const GroupNormStats &s, Func gamma, Func beta,
     return (f5(x, y, z, c, n) - s.groups(g, n)[0]) * s.groups(g, n)[1] * gamma(c) + beta(c);
 }
 
-namespace {
 Expr u32(uint32_t value) { return Internal::make_const(UInt(32), value); }
-}  // namespace
 
 Expr hash32(Expr v) {
     v = cast<uint32_t>(v);

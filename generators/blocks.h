@@ -113,6 +113,9 @@ GroupNormStats groupnorm_stats(Func f5, Expr width, Expr height, Expr depth,
 Expr groupnorm_apply(Func f5, const GroupNormStats &s, Func gamma, Func beta,
                      Expr channels_per_group, Expr x, Expr y, Expr z, Expr c, Expr n);
 
+// A uint32 constant (Halide's Expr has no unsigned constructor).
+Expr u32(uint32_t value);
+
 // A 32-bit integer hash (lowbias32 by Chris Wellons): the dropout mask is a
 // pure function of (seed, element index) through it.
 Expr hash32(Expr v);

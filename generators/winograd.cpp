@@ -29,7 +29,6 @@ std::vector<Expr> winograd_output_transform(const std::vector<Expr> &m) {
 Expr winograd_poison_bias(const Expr &bias, const std::vector<Expr> &outputs) {
     Expr sum = outputs[0];
     for (size_t j = 1; j < outputs.size(); j++) sum += outputs[j];
-    auto u32 = [](uint32_t value) { return Internal::make_const(UInt(32), value); };
     Expr not_finite = (reinterpret<uint32_t>(sum) & u32(0x7f800000u)) == u32(0x7f800000u);
     return reinterpret<float>(reinterpret<uint32_t>(bias) |
                               select(not_finite, u32(0x7fc00000u), u32(0)));
