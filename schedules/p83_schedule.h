@@ -13,7 +13,7 @@ struct P83Params {
     Halide::GeneratorParam<int> gpu_cols_z{"gpu_cols_z", 7};
     // GPU conv kernel: pixels per block (x, and y in units of
     // gpu_rows_per_thread); each thread walks depth and channel blocks of its
-    // pixels. The element-wise output kernel uses the same x, y tile.
+    // pixels.
     Halide::GeneratorParam<int> gpu_tile_x{"gpu_tile_x", 32};
     Halide::GeneratorParam<int> gpu_tile_y{"gpu_tile_y", 8};
     // GPU conv kernel: rows of pixels per thread (each weight load then
@@ -22,6 +22,10 @@ struct P83Params {
     // GPU conv and statistics kernels: output channels a thread handles at
     // once (in the conv, each input load then feeds that many FMAs).
     Halide::GeneratorParam<int> gpu_channel_block{"gpu_channel_block", 8};
+    // GPU output kernel: threads per block over (x, y); each thread walks
+    // the depth of its pixel.
+    Halide::GeneratorParam<int> gpu_output_tile_x{"gpu_output_tile_x", 64};
+    Halide::GeneratorParam<int> gpu_output_tile_y{"gpu_output_tile_y", 2};
     // GPU output kernel: depth steps a thread takes per loop iteration,
     // unrolled (1 = a rolled loop); on depths below it the loop stays rolled.
     Halide::GeneratorParam<int> gpu_output_depth_unroll{"gpu_output_depth_unroll", 7};
