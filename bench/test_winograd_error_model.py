@@ -14,17 +14,12 @@ from contextlib import redirect_stderr, redirect_stdout
 try:
     import numpy as np
 except ImportError:
-    np = None
+    print("SKIPPED: NumPy is not installed for %s (Debian: apt-get install python3-numpy)"
+          % sys.executable)
+    sys.exit(77)  # ctest's SKIP_RETURN_CODE for this test
 
-SKIP_EXIT = 77  # ctest's SKIP_RETURN_CODE for this test
-if np is None:
-    if __name__ == "__main__":
-        print("SKIPPED: NumPy is not installed for %s (Debian: apt-get install python3-numpy)"
-              % sys.executable)
-        sys.exit(SKIP_EXIT)
-else:
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import winograd_error_model as model
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import winograd_error_model as model  # noqa: E402
 
 
 class Transforms(unittest.TestCase):

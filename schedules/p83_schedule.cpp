@@ -212,12 +212,17 @@ void gpu(P83Pipeline &p, const P83Params &t) {
 
     // (4) Element-wise over the kept conv: (x, y) tiles of threads, each
     // thread walking the depth; blocks over (tiles, channels * samples).
-    // 64 x 2 threads: whole 62-wide rows, 128 threads a block (H200,
-    // bench/tune on p83_xy_cuda: 0.960-0.962 ms against 0.994-1.003 with the
-    // 32 x 8 of the direct conv's tile, which the kernel used to share).
+    // 64 x 2 threads by default: whole 62-wide rows, 128 threads a block
+    // (H200, bench/tune on p83_xy_cuda: 0.960-0.962 ms against 0.994-1.003
+    // with 32 x 8).
+    const int otx = t.gpu_output_tile_x, oty = t.gpu_output_tile_y;
+    if (otx < 1 || oty < 1 || otx * oty > 1024) {
+        throw CompileError("p83 GPU schedule: gpu_output_tile_x (" + std::to_string(otx) +
+                           ") and gpu_output_tile_y (" + std::to_string(oty) +
+                           ") must be positive, with at most 1024 threads a block");
+    }
     Func out = p.output;
-    out.tile(v.x, v.y, xo, yo, xi, yi, t.gpu_output_tile_x, t.gpu_output_tile_y,
-             TailStrategy::GuardWithIf)
+    out.tile(v.x, v.y, xo, yo, xi, yi, otx, oty, TailStrategy::GuardWithIf)
         .fuse(v.c, v.n, cn)
         .reorder(v.z, xi, yi, xo, yo, cn)
         .gpu_blocks(xo, yo, cn)
