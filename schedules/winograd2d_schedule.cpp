@@ -14,7 +14,7 @@ using namespace Halide;
 // channels the 36 transform-domain sums of its tiles (4) x 1 output channel
 // in registers (per input channel and tile 36 FFMA, 9 LDS.128 of v; per input
 // channel 9 LDG.128 of u through L1; with 16 lanes a warp's two tile groups
-// load the same u, half the L1 wavefronts of u), applies the output
+// load the same u), applies the output
 // transform and writes its conv values to shared memory, where the threads,
 // one per pixel, fold the round into the running channel min. The direct
 // form (other kernel sizes, Cin > max_cin, and the runtime's recomputation
@@ -25,7 +25,9 @@ using namespace Halide;
 // 2.91 ms on an H200 (16 lanes 2% faster than 32 on both GPUs; the form
 // along x 3.39-3.40); p32 9.61 ms against 11.9 along x (H200; ncu: one-warp
 // blocks with 45.5 KB of shared memory, so 5 warps per SM; L1 85% and L2 59%
-// busy: every block reads all of u from L2); schedules/NOTES.md.
+// busy: every block reads all of u from L2). Both are held by L1 wavefronts:
+// 2 for each LDS.128 of v, 4 for each LDG.128 of u, so 108 per 144 FFMA and
+// at most 33% of the FMA pipe in the sums (ncu: 28.5%); schedules/NOTES.md.
 namespace {
 constexpr int kTile = 4, kPoints = 6;
 constexpr int kSharedBytes = 48 * 1024;          // static shared memory of a block
