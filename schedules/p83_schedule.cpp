@@ -200,8 +200,7 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     // split by rfactor into 64 partial sums (x modulo 64), a thread each,
     // accumulated in the thread's registers (7 depths unrolled, so their
     // loads are in flight together) and handed to shared memory once; one
-    // thread then adds the partials. 11 us a call (H200; 32 with the
-    // partials summed in shared memory).
+    // thread then adds the partials. 11 us a call (H200).
     Var u("u");
     RVar rxo("rxo"), rxi("rxi");
     s.groups.compute_root().gpu_blocks(v.g, v.n);
