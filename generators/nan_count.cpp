@@ -26,14 +26,7 @@ public:
         output(v.n) = count(v.n);
     }
 
-    void schedule() {
-        // On the GPU any stride along x: the runtime's probe of one element a
-        // channel puts the channels there, so that the threads along x read
-        // them together (a thread reads one element either way; the CPU's
-        // vectors keep x dense).
-        if (get_target().has_gpu_feature()) input.dim(0).set_stride(Expr());
-        schedules::schedule_count_nan(count, r, output, get_target());
-    }
+    void schedule() { schedules::schedule_count_nan(count, r, output, get_target()); }
 
 private:
     Func count;

@@ -7,8 +7,6 @@
 #include "count_nan_cpu.h"
 #include "count_nan_cuda.h"
 
-#include <utility>
-
 namespace fusedconv::detail {
 
 namespace {
@@ -47,9 +45,9 @@ std::vector<bool> nan_per_sample(const Tensor &t, NanProbe probe) {
     auto fn = gpu ? fusedconv_count_nan_cuda : fusedconv_count_nan_cpu;
     // count_nan takes (x, y, c, n): a view of the same storage. A 5D tensor
     // (x, y, z, c, n), contiguous, is read as (x, y * z, c, n); with
-    // FirstOfEachChannel only x = y (= z) = 0 is kept; on the GPU the
-    // channels then take the view's x, whose threads read them together
-    // (along c one thread would read them one after another).
+    // FirstOfEachChannel only x = y (= z) = 0 is kept, and the channels take
+    // the view's rows, whose loads a GPU thread issues together (along c one
+    // thread would read them one after another).
     halide_buffer_t view = *t.raw();
     halide_dimension_t dims[4];
     const halide_dimension_t *d = t.raw()->dim;
@@ -66,8 +64,9 @@ std::vector<bool> nan_per_sample(const Tensor &t, NanProbe probe) {
     dims[2] = d[c];
     dims[3] = d[c + 1];
     if (probe == NanProbe::FirstOfEachChannel) {
-        dims[0].extent = dims[1].extent = 1;
-        if (gpu) std::swap(dims[0], dims[2]);
+        dims[0].extent = 1;
+        dims[1] = dims[2];
+        dims[2].extent = 1;
     }
     view.dimensions = 4;
     view.dim = dims;
