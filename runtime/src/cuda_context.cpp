@@ -7,9 +7,11 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -66,6 +68,7 @@ struct Driver {
                                   CUstream) = nullptr;
     CUresult (*cuDeviceCanAccessPeer)(int *, CUdevice, CUdevice) = nullptr;
     CUresult (*cuCtxEnablePeerAccess)(CUcontext, unsigned) = nullptr;
+    CUresult (*cuMemHostAlloc)(void **, size_t, unsigned) = nullptr;
 
     int count = 0;
     // Primary context per device index, retained on first use (retaining
@@ -79,6 +82,10 @@ struct Driver {
     // use, kept for the process's life like the primary contexts).
     std::map<int, CUstream> copy_streams;
     std::mutex peer_mutex;
+    // Page-locked host blocks of copy_to_host_and_wait, free ones by size
+    // (kept for the process's life; as many as calls ever ran at once).
+    std::multimap<size_t, void *> pinned_free;
+    std::mutex pinned_mutex;
     std::string failure;  // "" when usable
 };
 
@@ -183,6 +190,7 @@ std::string try_init() {
     load(lib, "cuMemcpyPeerAsync", d.cuMemcpyPeerAsync);
     load(lib, "cuDeviceCanAccessPeer", d.cuDeviceCanAccessPeer);
     load(lib, "cuCtxEnablePeerAccess", d.cuCtxEnablePeerAccess);
+    load(lib, "cuMemHostAlloc", d.cuMemHostAlloc);
     if (CUresult r = d.cuInit(0)) return "cuInit failed: " + describe(r);
     int count = 0;
     if (CUresult r = d.cuDeviceGetCount(&count)) return "cuDeviceGetCount failed: " + describe(r);
@@ -330,17 +338,58 @@ Capture capture_status() {
     return Capture::None;
 }
 
+namespace {
+
+constexpr unsigned kMemHostAllocPortable = 0x1;  // CU_MEMHOSTALLOC_PORTABLE
+constexpr size_t kPinnedBlockBytes = 64 * 1024;
+
+// A page-locked host block of at least `bytes` (from the free list, else
+// new, portable to every context), or null when the driver cannot give one.
+std::pair<void *, size_t> pinned_acquire(size_t bytes) {
+    Driver &d = driver();
+    {
+        std::lock_guard<std::mutex> lock(d.pinned_mutex);
+        auto it = d.pinned_free.lower_bound(bytes);
+        if (it != d.pinned_free.end()) {
+            std::pair<void *, size_t> block{it->second, it->first};
+            d.pinned_free.erase(it);
+            return block;
+        }
+    }
+    if (!d.cuMemHostAlloc) return {nullptr, 0};
+    const size_t size = std::max(bytes, kPinnedBlockBytes);
+    void *p = nullptr;
+    if (d.cuMemHostAlloc(&p, size, kMemHostAllocPortable) || !p) return {nullptr, 0};
+    return {p, size};
+}
+
+void pinned_release(std::pair<void *, size_t> block) {
+    if (!block.first) return;
+    Driver &d = driver();
+    std::lock_guard<std::mutex> lock(d.pinned_mutex);
+    d.pinned_free.emplace(block.second, block.first);
+}
+
+}  // namespace
+
+// Through a page-locked block, which the copy engine writes directly (a copy
+// into pageable memory is staged by the driver): H100, 2026-11-26, medians
+// of 20 in one call, p25 2.914-2.917 ms against 2.925-2.937, p32
+// 10.057-10.073 against 10.092-10.127, p83 1.100-1.102 against 1.101-1.106.
 void copy_to_host_and_wait(void *host, uint64_t device_ptr, size_t bytes) {
     require_usable("copy to host");
     Driver &d = driver();
     void *stream = tl_stream;
     const std::string where = "CUDA device " + std::to_string(tl_device) + ", stream " +
                               pointer_string(stream) + ": ";
-    check(with_context(tl_device,
-                       [&] { return d.cuMemcpyDtoHAsync(host, device_ptr, bytes, stream); }),
-          where + "cuMemcpyDtoHAsync of " + std::to_string(bytes) + " bytes");
-    check(with_context(tl_device, [&] { return d.cuStreamSynchronize(stream); }),
-          where + "cuStreamSynchronize");
+    const std::pair<void *, size_t> block = pinned_acquire(bytes);
+    void *target = block.first ? block.first : host;
+    CUresult r = with_context(tl_device,
+                              [&] { return d.cuMemcpyDtoHAsync(target, device_ptr, bytes, stream); });
+    if (!r) r = with_context(tl_device, [&] { return d.cuStreamSynchronize(stream); });
+    if (!r && block.first) std::memcpy(host, block.first, bytes);
+    pinned_release(block);
+    check(r, where + "copy to host of " + std::to_string(bytes) + " bytes");
 }
 
 namespace {

@@ -109,8 +109,9 @@ private:
 // direct form (a NaN or infinity in the input, or an overflow inside its
 // transforms), and recompute in the direct form the samples that hold one.
 // On the GPU that check copies a count per sample to the host, so their
-// forward_into waits for the call's stream to finish (the other models copy
-// nothing back to the host).
+// forward_into waits for the call's stream to finish, as p83's does on the
+// GPU for its F(4x4, 3x3) form (3x3x3 kernels, at most 3 input channels);
+// p24 copies nothing back to the host.
 
 // p32: Conv2d(in, out, k) -> x * scale_factor -> torch.min(x, dim=1, keepdim=True)[0].
 class Conv2dScaleMin : public Model {

@@ -11,15 +11,16 @@
 // the offending shape, value or device before any work.
 //
 // On the GPU the work is queued on options.stream of the tensors' device
-// (ExecOptions, device.h) and the call returns: p24 and p83 copy nothing to
-// the host; p25 and p32 with 3x3 kernels copy a NaN count per sample to the
-// host (the Winograd form's check), so they wait for that stream (only).
+// (ExecOptions, device.h) and the call returns: p24 copies nothing to the
+// host; p25 and p32 with 3x3 kernels, and p83 with 3x3x3 kernels and at most
+// 3 input channels, copy a NaN count per sample to the host (the Winograd
+// form's check), so they wait for that stream (only).
 //
 // CUDA graph capture: p24 queues kernels only, so a p24 call on a stream
 // being captured is recorded into the graph (run it once outside the capture
 // first, so that its kernels are loaded). p25, p32 and p83 allocate device
-// memory for intermediates inside the call (and p25 / p32 wait for the
-// host), which a graph cannot hold: on a capturing stream they throw Error
+// memory for intermediates inside the call (and may wait for the host, as
+// above), which a graph cannot hold: on a capturing stream they throw Error
 // before queuing anything, and the capture stays valid.
 //
 // Thread safety: every function here may be called from several threads at
