@@ -367,4 +367,40 @@ TEST(TwoGpus, RemoteShardKeepsTheDropoutMask) {
     EXPECT_TRUE(bit_identical(got, expected));
 }
 
+// A shard on another GPU than its data runs in pieces (copies in and out
+// overlapping the forwards): uneven pieces give the one-GPU forward's bits,
+// with the output on either GPU.
+TEST(TwoGpus, RemoteShardInPiecesIsBitIdentical) {
+    REQUIRE_TWO_GPUS();
+    for (Kind k : kKinds) {
+        SCOPED_TRACE(name(k));
+        std::unique_ptr<Model> single = make(k, DeviceChoice::GPU);
+        Replicas r = make_replicas(k, 2, DeviceChoice::GPU);
+        r.owned[1]->to(Device::GPU, 1);
+        const Tensor host_in = random_tensor(input_shape(k, 13), 500);  // shards 7 and 6
+        const Tensor expected = single->forward(host_in.to(Device::GPU, 0));
+        const Tensor in = host_in.to(Device::GPU, 0);
+        EXPECT_TRUE(bit_identical(sharded_forward(r.list(), in), expected));
+        Tensor out_on_1 = Tensor::empty(expected.shape(), Device::GPU, 1);
+        sharded_forward_into(r.list(), in, out_on_1);  // replica 0's output goes to GPU 1
+        EXPECT_TRUE(bit_identical(out_on_1, expected));
+    }
+}
+
+// A remote shard that fails after its copies were queued names its replica
+// and device, and leaves nothing running: the next call on the same
+// replicas gives the one-GPU forward's bits.
+TEST(TwoGpus, FailingRemoteShardLeavesNothingRunning) {
+    REQUIRE_TWO_GPUS();
+    auto good = make(Kind::P24, DeviceChoice::GPU);
+    auto bad = make(Kind::P24, DeviceChoice::GPU, 2);
+    auto other = make(Kind::P24, DeviceChoice::GPU);
+    bad->to(Device::GPU, 1);
+    other->to(Device::GPU, 1);
+    const Tensor in = random_tensor(input_shape(Kind::P24, 9), 501).to(Device::GPU, 0);
+    EXPECT_TRUE(throws_error([&] { sharded_forward({good.get(), bad.get()}, in); },
+                             {"replica 1 (cuda:1)", "samples [5, 9)", "the model expects 2"}));
+    EXPECT_TRUE(bit_identical(sharded_forward({good.get(), other.get()}, in), good->forward(in)));
+}
+
 }  // namespace

@@ -31,11 +31,13 @@ using CUstream = void *;
 using CUgraph = void *;
 using CUgraphExec = void *;
 using CUdeviceptr = unsigned long long;
+using CUevent = void *;
 
 constexpr uintptr_t kStreamLegacy = 0x1;     // CU_STREAM_LEGACY
 constexpr uintptr_t kStreamPerThread = 0x2;  // CU_STREAM_PER_THREAD
 constexpr unsigned kStreamNonBlocking = 0x1; // CU_STREAM_NON_BLOCKING
 constexpr int kCaptureModeGlobal = 0;        // CU_STREAM_CAPTURE_MODE_GLOBAL
+constexpr unsigned kEventDisableTiming = 0x2; // CU_EVENT_DISABLE_TIMING
 constexpr int kCaptureActive = 1, kCaptureInvalidated = 2;
 
 struct Driver {
@@ -68,6 +70,10 @@ struct Driver {
                                   CUstream) = nullptr;
     CUresult (*cuDeviceCanAccessPeer)(int *, CUdevice, CUdevice) = nullptr;
     CUresult (*cuCtxEnablePeerAccess)(CUcontext, unsigned) = nullptr;
+    CUresult (*cuEventCreate)(CUevent *, unsigned) = nullptr;
+    CUresult (*cuEventRecord)(CUevent, CUstream) = nullptr;
+    CUresult (*cuEventDestroy)(CUevent) = nullptr;
+    CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned) = nullptr;
     CUresult (*cuMemHostAlloc)(void **, size_t, unsigned) = nullptr;
 
     int count = 0;
@@ -78,9 +84,9 @@ struct Driver {
     // Ordered device pairs (accessing, accessed) whose peer access was
     // tried (enabled, or refused by the hardware: copies are then staged).
     std::set<std::pair<int, int>> peer_tried;
-    // Per device, a non-blocking stream of the peer copies (created on first
-    // use, kept for the process's life like the primary contexts).
-    std::map<int, CUstream> copy_streams;
+    // Per (device, lane), a non-blocking stream of peer copies (created on
+    // first use, kept for the process's life like the primary contexts).
+    std::map<std::pair<int, int>, CUstream> copy_streams;
     std::mutex peer_mutex;
     // Page-locked host blocks of copy_to_host_and_wait, free ones by size
     // (kept for the process's life; as many as calls ever ran at once).
@@ -190,6 +196,10 @@ std::string try_init() {
     load(lib, "cuMemcpyPeerAsync", d.cuMemcpyPeerAsync);
     load(lib, "cuDeviceCanAccessPeer", d.cuDeviceCanAccessPeer);
     load(lib, "cuCtxEnablePeerAccess", d.cuCtxEnablePeerAccess);
+    load(lib, "cuEventCreate", d.cuEventCreate);
+    load(lib, "cuEventRecord", d.cuEventRecord);
+    load(lib, "cuEventDestroy_v2", d.cuEventDestroy);
+    load(lib, "cuStreamWaitEvent", d.cuStreamWaitEvent);
     load(lib, "cuMemHostAlloc", d.cuMemHostAlloc);
     if (CUresult r = d.cuInit(0)) return "cuInit failed: " + describe(r);
     int count = 0;
@@ -420,31 +430,39 @@ void enable_peer_access(int accessing, int accessed) {
     }
 }
 
-// The device's stream of peer copies, non-blocking: a peer copy on a
-// blocking stream (the legacy default stream included) was measured to wait
-// for the kernels queued on the other GPU too (2 x H100, 2026-11-25: the
-// sharded forward's second shard ran after the first, 4.0 ms for p24's
-// batch 1024 against 1.7 ms per half).
-CUstream copy_stream(int device) {
-    Driver &d = driver();
-    auto create = require_entry(d.cuStreamCreate, "cuStreamCreate");
-    std::lock_guard<std::mutex> lock(d.peer_mutex);
-    auto it = d.copy_streams.find(device);
-    if (it != d.copy_streams.end()) return it->second;
-    CUstream s = nullptr;
-    check(with_context(device, [&] { return create(&s, kStreamNonBlocking); }),
-          "CUDA device " + std::to_string(device) + ": cuStreamCreate (peer copies)");
-    d.copy_streams[device] = s;
-    return s;
+std::string peer_copy_what(int src_device, int dst_device, size_t bytes) {
+    return "peer copy of " + std::to_string(bytes) + " bytes from CUDA device " +
+           std::to_string(src_device) + " to device " + std::to_string(dst_device);
 }
 
 }  // namespace
 
-void copy_peer_and_wait(int stream_device, int dst_device, uint64_t dst, int src_device,
-                        uint64_t src, size_t bytes) {
-    const std::string what = "peer copy of " + std::to_string(bytes) + " bytes from CUDA device " +
-                             std::to_string(src_device) + " to device " +
-                             std::to_string(dst_device);
+// A peer copy on a blocking stream (the legacy default stream included) was
+// measured to wait for the kernels queued on the other GPU too (2 x H100,
+// 2026-11-25: the sharded forward's second shard ran after the first, 4.0 ms
+// for p24's batch 1024 against 1.7 ms per half): the copies run on
+// non-blocking streams.
+void *copy_stream(int device, int lane) {
+    check_device(device, "copy stream");
+    if (lane < 0 || lane > 1) {
+        throw Error("copy stream of CUDA device " + std::to_string(device) + ": lane " +
+                    std::to_string(lane) + " (0 or 1)");
+    }
+    Driver &d = driver();
+    auto create = require_entry(d.cuStreamCreate, "cuStreamCreate");
+    std::lock_guard<std::mutex> lock(d.peer_mutex);
+    auto it = d.copy_streams.find({device, lane});
+    if (it != d.copy_streams.end()) return it->second;
+    CUstream s = nullptr;
+    check(with_context(device, [&] { return create(&s, kStreamNonBlocking); }),
+          "CUDA device " + std::to_string(device) + ": cuStreamCreate (peer copies)");
+    d.copy_streams[{device, lane}] = s;
+    return s;
+}
+
+void copy_peer_async(void *stream, int stream_device, int dst_device, uint64_t dst,
+                     int src_device, uint64_t src, size_t bytes) {
+    const std::string what = peer_copy_what(src_device, dst_device, bytes);
     check_device(src_device, what);
     check_device(dst_device, what);
     if (stream_device != src_device && stream_device != dst_device) {
@@ -456,16 +474,58 @@ void copy_peer_and_wait(int stream_device, int dst_device, uint64_t dst, int src
     enable_peer_access(src_device, dst_device);
     enable_peer_access(dst_device, src_device);
     CUcontext dst_ctx = primary_context(dst_device), src_ctx = primary_context(src_device);
-    CUstream stream = copy_stream(stream_device);
-    // After the work queued on stream_device's legacy default stream (the
-    // host waits for it), on a stream that waits for nothing else.
-    check(with_context(stream_device, [&] { return d.cuStreamSynchronize(nullptr); }),
-          what + ": cuStreamSynchronize (legacy default stream)");
     check(with_context(stream_device,
                        [&] { return copy(dst, dst_ctx, src, src_ctx, bytes, stream); }),
           what + ": cuMemcpyPeerAsync");
-    check(with_context(stream_device, [&] { return d.cuStreamSynchronize(stream); }),
+}
+
+void copy_peer_and_wait(int stream_device, int dst_device, uint64_t dst, int src_device,
+                        uint64_t src, size_t bytes) {
+    const std::string what = peer_copy_what(src_device, dst_device, bytes);
+    check_device(stream_device, what);
+    void *stream = copy_stream(stream_device, 0);
+    // After the work queued on stream_device's legacy default stream (the
+    // host waits for it), on a stream that waits for nothing else.
+    check(with_context(stream_device, [&] { return driver().cuStreamSynchronize(nullptr); }),
+          what + ": cuStreamSynchronize (legacy default stream)");
+    copy_peer_async(stream, stream_device, dst_device, dst, src_device, src, bytes);
+    check(with_context(stream_device, [&] { return driver().cuStreamSynchronize(stream); }),
           what + ": cuStreamSynchronize");
+}
+
+void *event_record(int device, void *stream) {
+    check_device(device, "event_record");
+    Driver &d = driver();
+    auto create = require_entry(d.cuEventCreate, "cuEventCreate");
+    auto record = require_entry(d.cuEventRecord, "cuEventRecord");
+    auto destroy = require_entry(d.cuEventDestroy, "cuEventDestroy");
+    CUevent e = nullptr;
+    check(with_context(device, [&] { return create(&e, kEventDisableTiming); }),
+          "CUDA device " + std::to_string(device) + ": cuEventCreate");
+    if (CUresult r = with_context(device, [&] { return record(e, stream); })) {
+        with_context(device, [&] { return destroy(e); });
+        check(r, "CUDA device " + std::to_string(device) + ": cuEventRecord on stream " +
+                     pointer_string(stream));
+    }
+    return e;
+}
+
+void stream_wait_event(int device, void *stream, void *event) {
+    check_device(device, "stream_wait_event");
+    auto wait = require_entry(driver().cuStreamWaitEvent, "cuStreamWaitEvent");
+    check(with_context(device, [&] { return wait(stream, event, 0); }),
+          "CUDA device " + std::to_string(device) + ": cuStreamWaitEvent on stream " +
+              pointer_string(stream));
+}
+
+void event_destroy(int device, void *event) noexcept {
+    Driver &d = driver();
+    if (!event || !d.cuEventDestroy || device < 0 || device >= d.count) return;
+    CUcontext ctx = d.primary[device].load(std::memory_order_acquire);
+    if (!ctx || d.cuCtxPushCurrent(ctx)) return;
+    d.cuEventDestroy(event);
+    CUcontext popped = nullptr;
+    d.cuCtxPopCurrent(&popped);
 }
 
 void synchronize() {

@@ -80,6 +80,22 @@ void copy_to_host_and_wait(void *host, uint64_t device_ptr, size_t bytes);
 void copy_peer_and_wait(int stream_device, int dst_device, uint64_t dst, int src_device,
                         uint64_t src, size_t bytes);
 
+// The pieces of a copy pipeline (sharded.cpp), all asynchronous:
+// - copy_stream: `device`'s non-blocking stream of peer copies for `lane` (0
+//   or 1: two lanes let copies in and out of a device run at once), created
+//   on first use and kept for the process's life;
+// - copy_peer_async: queues a peer copy on `stream` of `stream_device` (one
+//   of the two devices), without waiting for anything;
+// - event_record: a new event (no timing) recorded on `stream`, to pass to
+//   stream_wait_event and then to event_destroy (which ignores null and
+//   never throws).
+void *copy_stream(int device, int lane);
+void copy_peer_async(void *stream, int stream_device, int dst_device, uint64_t dst,
+                     int src_device, uint64_t src, size_t bytes);
+void *event_record(int device, void *stream);
+void stream_wait_event(int device, void *stream, void *event);
+void event_destroy(int device, void *event) noexcept;
+
 // Waits for all work of every device this process used (cuCtxSynchronize of
 // each retained primary context); no-op without a GPU.
 void synchronize();

@@ -10,6 +10,7 @@
 #include <exception>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace fusedconv {
 
@@ -40,16 +41,21 @@ bool overlapping(const Tensor &a, const Tensor &b) {
 }
 
 // p83's dropout mask in training mode (0 < p < 1) is a function of the
-// element's index in the whole tensor: a shard starting past sample 0 would
-// draw another mask than the unsharded forward.
-void refuse_index_keyed_dropout(const Model &m, size_t index, std::pair<int64_t, int64_t> range) {
+// element's index in the whole tensor: a shard (or a piece of one) starting
+// past sample 0 would draw another mask than the unsharded forward.
+bool index_keyed_dropout(const Model &m) {
     const auto *p83 = dynamic_cast<const Conv3dGroupNormMinClampDropout *>(&m);
-    if (!p83 || range.first == 0 || !p83->training()) return;
+    if (!p83 || !p83->training()) return false;
     const float p = p83->dropout_p();
-    if (!(p > 0.0f && p < 1.0f)) return;  // keeps all or none: no index in it
+    return p > 0.0f && p < 1.0f;  // else it keeps all or none: no index in it
+}
+
+void refuse_index_keyed_dropout(const Model &m, size_t index, std::pair<int64_t, int64_t> range) {
+    if (range.first == 0 || !index_keyed_dropout(m)) return;
     throw Error("sharded_forward: replica " + std::to_string(index) + " (" + where(m) +
                 ", Conv3dGroupNormMinClampDropout) is in training mode with dropout p = " +
-                std::to_string(p) + ", whose mask is keyed on each element's index in the whole "
+                std::to_string(dynamic_cast<const Conv3dGroupNormMinClampDropout &>(m).dropout_p()) +
+                ", whose mask is keyed on each element's index in the whole "
                 "batch: its shard " + range_string(range) +
                 " would draw a different mask than one forward; use one replica, or eval mode "
                 "(set_training(false))");
@@ -60,17 +66,108 @@ bool gpu_to_other_gpu(const Tensor &t, const Model &m) {
            t.device_index() != m.device_index();
 }
 
+// A shard whose input or output is on another GPU runs in pieces, so that
+// the copies of one piece overlap the forwards of the others and copies in
+// and out of the GPU overlap each other (NVLink carries both directions at
+// once): p24 on 2 x H100 0.85-0.87 of perfect scaling in 4 pieces against
+// 0.70-0.71 in one. Only for forwards that queue their work and return
+// (p24): those that wait for the host (p25, p32, p83 on the GPU) measured
+// slower in pieces (p25 0.53 against 0.64, p32 0.55 against 0.76), the copy
+// back of the first piece waiting for the other GPU's whole forward;
+// bench/README.md ("Scaling over GPUs") has the figures.
+constexpr int kPiecesPerRemoteShard = 4;
+
+int pieces_for(const Model &m) {
+    if (index_keyed_dropout(m)) return 1;
+    return dynamic_cast<const Conv3dMinSoftmax *>(&m) ? kPiecesPerRemoteShard : 1;
+}
+
+// Waits, ignoring errors, until nothing queued on the device's legacy stream
+// or on the given copy streams can still touch the shard's buffers.
+void drain(int device, void *in_stream, void *out_stream) noexcept {
+    auto wait = [device](void *stream) {
+        try {
+            cuda::stream_synchronize(device, stream);
+        } catch (...) {
+        }
+    };
+    if (in_stream) wait(in_stream);
+    if (out_stream) wait(out_stream);
+    wait(nullptr);  // the legacy default stream: the forwards
+}
+
+uint64_t device_address(const Tensor &t) { return reinterpret_cast<uint64_t>(t.device_data()); }
+size_t byte_size(const Tensor &t) { return static_cast<size_t>(t.numel()) * sizeof(float); }
+
+// A shard with its input (pull) or output (push) on another GPU than the
+// replica's: the pieces' inputs are all queued peer to peer on one copy
+// stream of the replica's GPU, each piece's forward (on the replica's legacy
+// default stream) waits for its own input only, and each piece's output is
+// copied back on a second copy stream as soon as its forward is done. The
+// caller's pending work on the input and output was waited for before the
+// shards started (sharded_forward_into).
+void run_remote_shard(Model &m, const Tensor &in, Tensor &out, int device, bool pull, bool push) {
+    const int64_t n = in.shape()[0];
+    const auto pieces = shard_ranges(n, pieces_for(m));
+    const Tensor local_in = pull ? Tensor::empty(in.shape(), Device::GPU, device) : in;
+    Tensor local_out = push ? Tensor::empty(out.shape(), Device::GPU, device) : out;
+    void *in_stream = pull ? cuda::copy_stream(device, 0) : nullptr;
+    void *out_stream = push ? cuda::copy_stream(device, 1) : nullptr;
+    std::vector<void *> events;
+    auto release = [&] {
+        for (void *e : events) cuda::event_destroy(device, e);
+    };
+    try {
+        std::vector<void *> arrived;
+        if (pull) {
+            for (const auto &p : pieces) {
+                const Tensor src = in.batch_range(p.first, p.second);
+                const Tensor dst = local_in.batch_range(p.first, p.second);
+                cuda::copy_peer_async(in_stream, device, device, device_address(dst),
+                                      in.device_index(), device_address(src), byte_size(src));
+                events.push_back(cuda::event_record(device, in_stream));
+                arrived.push_back(events.back());
+            }
+        }
+        for (size_t k = 0; k < pieces.size(); ++k) {
+            const auto &p = pieces[k];
+            if (pull) cuda::stream_wait_event(device, nullptr, arrived[k]);
+            Tensor piece_out = local_out.batch_range(p.first, p.second);
+            m.forward_into(local_in.batch_range(p.first, p.second), piece_out);
+            if (push) {
+                events.push_back(cuda::event_record(device, nullptr));
+                cuda::stream_wait_event(device, out_stream, events.back());
+                const Tensor dst = out.batch_range(p.first, p.second);
+                cuda::copy_peer_async(out_stream, device, out.device_index(), device_address(dst),
+                                      device, device_address(piece_out), byte_size(piece_out));
+            }
+        }
+        // The copies out are the last users of local_out; local_in's last
+        // users are the forwards, queued on the legacy stream, to whose
+        // allocation cache its storage returns.
+        if (push) cuda::stream_synchronize(device, out_stream);
+    } catch (...) {
+        drain(device, in_stream, out_stream);
+        release();
+        throw;
+    }
+    release();
+}
+
 // One replica's shard: in place when the caller's tensors are on its device,
-// else through copies on it. Copies between two GPUs go peer to peer on the
-// replica's stream, so that they queue behind neither the other replicas'
-// work nor each other; the caller's pending work on the input and output
-// was waited for before the shards started (sharded_forward_into).
+// in pieces through peer copies when either is on another GPU
+// (run_remote_shard), else through copies to and from the host.
 void run_shard(Model &m, const Tensor &input, Tensor &output, std::pair<int64_t, int64_t> r) {
     const Tensor in = input.batch_range(r.first, r.second);
     Tensor out = output.batch_range(r.first, r.second);
     const int device = std::max(m.device_index(), 0);
+    const bool pull = gpu_to_other_gpu(in, m), push = gpu_to_other_gpu(out, m);
+    if ((pull || push) && (pull || on_device_of(in, m)) && (push || on_device_of(out, m))) {
+        run_remote_shard(m, in, out, device, pull, push);
+        return;
+    }
     Tensor local_in = in;
-    if (gpu_to_other_gpu(in, m)) {
+    if (pull) {
         local_in = Tensor::empty(in.shape(), Device::GPU, device);
         detail::TensorAccess::copy_peer(in, local_in, device);
     } else if (!on_device_of(in, m)) {
@@ -81,7 +178,7 @@ void run_shard(Model &m, const Tensor &input, Tensor &output, std::pair<int64_t,
         return;
     }
     const Tensor local_out = m.forward(local_in);
-    if (gpu_to_other_gpu(out, m)) {
+    if (push) {
         detail::TensorAccess::copy_peer(local_out, out, device);
     } else {
         detail::TensorAccess::copy_into(local_out, out);

@@ -22,9 +22,12 @@
 // replica is on the device of the input (or output) reads (writes) a
 // batch_range view of it in place; otherwise the shard is copied to the
 // replica's device, run there, and copied back into the output; between
-// two GPUs these copies go peer to peer on the replica's stream, after the
-// call has waited for the work queued on the input's and output's GPUs (the
-// legacy default stream and the blocking streams it orders). GPU work
+// two GPUs these copies go peer to peer on two copy streams of the
+// replica's GPU (in and out), after the call has waited for the work queued
+// on the input's and output's GPUs (the legacy default stream and the
+// blocking streams it orders). p24's shards, whose forward only queues
+// kernels, are then run in 4 pieces, each piece's copies overlapping the
+// other pieces' forwards. GPU work
 // runs on each device's legacy default stream, as Model::forward with
 // default ExecOptions: when a shard ran in place on a GPU, the call may
 // return before that work finishes (synchronize() before reading the output
