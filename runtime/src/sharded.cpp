@@ -120,6 +120,10 @@ void run_remote_shard(Model &m, const Tensor &in, Tensor &out, int device, bool 
     try {
         std::vector<void *> arrived;
         if (pull) {
+            // local_in's storage may come from the allocation cache of the
+            // legacy stream, where work of an earlier call may still read it.
+            events.push_back(cuda::event_record(device, nullptr));
+            cuda::stream_wait_event(device, in_stream, events.back());
             for (const auto &p : pieces) {
                 const Tensor src = in.batch_range(p.first, p.second);
                 const Tensor dst = local_in.batch_range(p.first, p.second);
