@@ -69,7 +69,7 @@ bool gpu_to_other_gpu(const Tensor &t, const Model &m) {
 // A shard whose input or output is on another GPU runs in pieces, so that
 // the copies of one piece overlap the forwards of the others and copies in
 // and out of the GPU overlap each other (NVLink carries both directions at
-// once): p24 on 2 x H100 0.85-0.87 of perfect scaling in 4 pieces against
+// once): p24 on 2 x H100 0.83-0.87 of perfect scaling in 4 pieces against
 // 0.70-0.71 in one. Only for forwards that queue their work and return
 // (p24): those that wait for the host (p25, p32, p83 on the GPU) measured
 // slower in pieces (p25 0.53 against 0.64, p32 0.55 against 0.76), the copy
