@@ -14,13 +14,12 @@ using namespace Halide;
 // channels the 36 transform-domain sums of its tiles (4) x 1 output channel
 // in registers (per input channel and tile 36 FFMA, 9 LDS.128 of v; per input
 // channel 9 LDG.128 of u through L1; with 16 lanes a warp's two tile groups
-// load the same u), applies the output
-// transform and writes its conv values to shared memory, where the threads,
-// one per pixel, fold the round into the running channel min. The direct
-// form (other kernel sizes, Cin > max_cin, and the runtime's recomputation
-// of NaN tiles) is a second kernel (out is specialized) with the same
-// threads: 1 channel x 4 tiles_per_thread x 4 pixels each, inputs and
-// weights through L1.
+// load the same u), applies the output transform and writes its conv values
+// to shared memory, where the threads, one per pixel, fold the round into
+// the running channel min. The direct form (other kernel sizes, Cin >
+// max_cin, and the runtime's recomputation of NaN tiles) is a second kernel
+// (out is specialized) with the same threads: 1 channel x 4
+// tiles_per_thread x 4 pixels each, inputs and weights through L1.
 // Measured (the defaults are bench/tune's best on an H100 and an H200): p25
 // 2.91 ms on an H200 (16 lanes 2% faster than 32 on both GPUs; the form
 // along x 3.39-3.40); p32 9.61 ms against 11.9 along x (H200; ncu: one-warp

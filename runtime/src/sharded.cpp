@@ -99,38 +99,65 @@ void drain(int device, void *in_stream, void *out_stream) noexcept {
 uint64_t device_address(const Tensor &t) { return reinterpret_cast<uint64_t>(t.device_data()); }
 size_t byte_size(const Tensor &t) { return static_cast<size_t>(t.numel()) * sizeof(float); }
 
-// A shard with its input (pull) or output (push) on another GPU than the
-// replica's: the pieces' inputs are all queued peer to peer on one copy
-// stream of the replica's GPU, each piece's forward (on the replica's legacy
-// default stream) waits for its own input only, and each piece's output is
-// copied back on a second copy stream as soon as its forward is done. The
-// caller's pending work on the input and output was waited for before the
-// shards started (sharded_forward_into).
-void run_remote_shard(Model &m, const Tensor &in, Tensor &out, int device, bool pull, bool push) {
-    const int64_t n = in.shape()[0];
-    const auto pieces = shard_ranges(n, pieces_for(m));
-    const Tensor local_in = pull ? Tensor::empty(in.shape(), Device::GPU, device) : in;
-    Tensor local_out = push ? Tensor::empty(out.shape(), Device::GPU, device) : out;
+// The events of one shard's copies, destroyed with it.
+class ShardEvents {
+public:
+    explicit ShardEvents(int device) : device_(device) {}
+    ~ShardEvents() {
+        for (void *e : events_) cuda::event_destroy(device_, e);
+    }
+    ShardEvents(const ShardEvents &) = delete;
+    ShardEvents &operator=(const ShardEvents &) = delete;
+    // A new event recorded on `stream` of the shard's device.
+    void *record(void *stream) {
+        events_.push_back(nullptr);  // the slot first: a recorded event is never lost
+        events_.back() = cuda::event_record(device_, stream);
+        return events_.back();
+    }
+
+private:
+    int device_;
+    std::vector<void *> events_;
+};
+
+// One replica's shard. In place when the caller's tensors are on its
+// device. Otherwise through copies: between two GPUs peer to peer and
+// asynchronous -- the pieces' inputs all queued on one copy stream of the
+// replica's GPU, each piece's forward (on the replica's legacy default
+// stream) waiting for its own input only, each piece's output copied back on
+// a second copy stream as soon as its forward is done -- and to or from the
+// host synchronously, as Tensor::to. The caller's pending work on the input
+// and output was waited for before the shards started (sharded_forward_into).
+void run_shard(Model &m, const Tensor &input, Tensor &output, std::pair<int64_t, int64_t> r) {
+    const Tensor in = input.batch_range(r.first, r.second);
+    Tensor out = output.batch_range(r.first, r.second);
+    const bool in_here = on_device_of(in, m), out_here = on_device_of(out, m);
+    if (in_here && out_here) {
+        m.forward_into(in, out);
+        return;
+    }
+    const int device = std::max(m.device_index(), 0);
+    const bool pull = gpu_to_other_gpu(in, m), push = gpu_to_other_gpu(out, m);
+    const Tensor local_in = in_here ? in
+                            : pull  ? Tensor::empty(in.shape(), Device::GPU, device)
+                                    : in.to(m.device(), device);
+    Tensor local_out = out_here ? out : Tensor::empty(out.shape(), m.device(), device);
+    const auto pieces = shard_ranges(in.shape()[0], pull || push ? pieces_for(m) : 1);
     void *in_stream = pull ? cuda::copy_stream(device, 0) : nullptr;
     void *out_stream = push ? cuda::copy_stream(device, 1) : nullptr;
-    std::vector<void *> events;
-    auto release = [&] {
-        for (void *e : events) cuda::event_destroy(device, e);
-    };
+    ShardEvents events(device);
     try {
         std::vector<void *> arrived;
         if (pull) {
             // local_in's storage may come from the allocation cache of the
             // legacy stream, where work of an earlier call may still read it.
-            events.push_back(cuda::event_record(device, nullptr));
-            cuda::stream_wait_event(device, in_stream, events.back());
+            cuda::stream_wait_event(device, in_stream, events.record(nullptr));
             for (const auto &p : pieces) {
                 const Tensor src = in.batch_range(p.first, p.second);
                 const Tensor dst = local_in.batch_range(p.first, p.second);
                 cuda::copy_peer_async(in_stream, device, device, device_address(dst),
                                       in.device_index(), device_address(src), byte_size(src));
-                events.push_back(cuda::event_record(device, in_stream));
-                arrived.push_back(events.back());
+                arrived.push_back(events.record(in_stream));
             }
         }
         for (size_t k = 0; k < pieces.size(); ++k) {
@@ -139,8 +166,7 @@ void run_remote_shard(Model &m, const Tensor &in, Tensor &out, int device, bool 
             Tensor piece_out = local_out.batch_range(p.first, p.second);
             m.forward_into(local_in.batch_range(p.first, p.second), piece_out);
             if (push) {
-                events.push_back(cuda::event_record(device, nullptr));
-                cuda::stream_wait_event(device, out_stream, events.back());
+                cuda::stream_wait_event(device, out_stream, events.record(nullptr));
                 const Tensor dst = out.batch_range(p.first, p.second);
                 cuda::copy_peer_async(out_stream, device, out.device_index(), device_address(dst),
                                       device, device_address(piece_out), byte_size(piece_out));
@@ -149,43 +175,14 @@ void run_remote_shard(Model &m, const Tensor &in, Tensor &out, int device, bool 
         // The copies out are the last users of local_out; local_in's last
         // users are the forwards, queued on the legacy stream, to whose
         // allocation cache its storage returns.
-        if (push) cuda::stream_synchronize(device, out_stream);
+        if (push) {
+            cuda::stream_synchronize(device, out_stream);
+        } else if (!out_here) {
+            detail::TensorAccess::copy_into(local_out, out);
+        }
     } catch (...) {
-        drain(device, in_stream, out_stream);
-        release();
+        if (pull || push) drain(device, in_stream, out_stream);
         throw;
-    }
-    release();
-}
-
-// One replica's shard: in place when the caller's tensors are on its device,
-// in pieces through peer copies when either is on another GPU
-// (run_remote_shard), else through copies to and from the host.
-void run_shard(Model &m, const Tensor &input, Tensor &output, std::pair<int64_t, int64_t> r) {
-    const Tensor in = input.batch_range(r.first, r.second);
-    Tensor out = output.batch_range(r.first, r.second);
-    const int device = std::max(m.device_index(), 0);
-    const bool pull = gpu_to_other_gpu(in, m), push = gpu_to_other_gpu(out, m);
-    if ((pull || push) && (pull || on_device_of(in, m)) && (push || on_device_of(out, m))) {
-        run_remote_shard(m, in, out, device, pull, push);
-        return;
-    }
-    Tensor local_in = in;
-    if (pull) {
-        local_in = Tensor::empty(in.shape(), Device::GPU, device);
-        detail::TensorAccess::copy_peer(in, local_in, device);
-    } else if (!on_device_of(in, m)) {
-        local_in = in.to(m.device(), device);
-    }
-    if (on_device_of(out, m)) {
-        m.forward_into(local_in, out);
-        return;
-    }
-    const Tensor local_out = m.forward(local_in);
-    if (push) {
-        detail::TensorAccess::copy_peer(local_out, out, device);
-    } else {
-        detail::TensorAccess::copy_into(local_out, out);
     }
 }
 
