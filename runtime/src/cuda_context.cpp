@@ -223,8 +223,10 @@ std::string try_init() {
     // Halide 14's CUDA runtime JIT-compiles each kernel's PTX with at most
     // 64 registers per thread unless HL_CUDA_JIT_MAX_REGISTERS says
     // otherwise; the GPU schedules keep a whole tile of accumulators in
-    // registers and spill to local memory under that cap. 255 lets ptxas
-    // pick (a value the user set is kept).
+    // registers and spill to local memory under that cap. At 255 ptxas
+    // schedules the big kernels for 250-255 registers, which measured faster
+    // than its own choice without a cap (schedules/NOTES.md, "Registers: the
+    // JIT's cap"). A value the user set is kept.
     setenv("HL_CUDA_JIT_MAX_REGISTERS", kJitMaxRegisters, 0);
     halide_set_cuda_acquire_context(acquire_context);
     halide_set_cuda_release_context(release_context);
