@@ -62,12 +62,18 @@ Conv conv2d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr cin, Expr
 }
 
 Conv conv3d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr kd,
-            Expr cin, Expr cout, Expr in_w, Expr in_h, Expr in_d, const std::string &name) {
+            Expr cin, Expr cout, Expr in_w, Expr in_h, Expr in_d, const std::string &name,
+            Expr xy_inside) {
     V v;
     RDom r(0, kw, 0, kh, 0, kd, 0, cin, name + "_r");
     Func src(name + "_src"), w(name + "_w");
-    src(v.x, v.y, v.z, v.c, v.n) = input(clamp(v.x, 0, in_w - 1), clamp(v.y, 0, in_h - 1),
-                                         clamp(v.z, 0, in_d - 1), clamp(v.c, 0, cin - 1), v.n);
+    Expr x = clamp(v.x, 0, in_w - 1), y = clamp(v.y, 0, in_h - 1);
+    if (xy_inside.defined()) {
+        x = select(xy_inside, v.x, x);
+        y = select(xy_inside, v.y, y);
+    }
+    src(v.x, v.y, v.z, v.c, v.n) =
+        input(x, y, clamp(v.z, 0, in_d - 1), clamp(v.c, 0, cin - 1), v.n);
     w(v.x, v.y, v.z, v.c, v.n) =
         weight(v.x, v.y, v.z, clamp(v.c, 0, cin - 1), clamp(v.n, 0, cout - 1));
     Func f(name);

@@ -65,9 +65,16 @@ Func clamped_input2d(Func input, Expr in_w, Expr in_h, Expr cin, const std::stri
 // inside the kernel anyway), and the Winograd form's (3 taps whatever kw, kh).
 Func clamped_weight2d(Func weight, Expr kw, Expr kh, Expr cin, Expr cout,
                       const std::string &name);
+// `xy_inside`: where this (scalar) condition holds, the caller's schedule
+// computes no pixel past the right or bottom edge (its tiles shift inwards
+// there), so `source` reads column x and row y as they are instead of
+// clamped: a row of taps is then one address and constant offsets, not one
+// clamped address per column (p24's GPU kernel: 8% fewer instructions).
+// Reads outside the input still fail Halide's bounds check, never silently.
+// The depth and channel stay clamped.
 Conv conv3d(Func input, Func weight, Func bias, Expr kw, Expr kh, Expr kd,
             Expr cin, Expr cout, Expr in_w, Expr in_h, Expr in_d,
-            const std::string &name = "conv");
+            const std::string &name = "conv", Expr xy_inside = Expr());
 
 // Minimum over one dimension of a reduction domain, NaN-propagating.
 struct MinReduce {

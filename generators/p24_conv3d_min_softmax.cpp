@@ -19,9 +19,11 @@ public:
         // the kernel size fixed by a specialization, every filter tap is then
         // a constant offset, not a runtime stride product kept in a register.
         require_dense(weight);
-        p = build_p24(input, weight, bias, input.dim(0).extent(), input.dim(1).extent(),
-                      input.dim(2).extent(), weight.dim(0).extent(), weight.dim(1).extent(),
-                      weight.dim(2).extent(), weight.dim(3).extent(), weight.dim(4).extent());
+        Expr in_w = input.dim(0).extent(), in_h = input.dim(1).extent();
+        Expr kw = weight.dim(0).extent(), kh = weight.dim(1).extent();
+        p = build_p24(input, weight, bias, in_w, in_h, input.dim(2).extent(), kw, kh,
+                      weight.dim(2).extent(), weight.dim(3).extent(), weight.dim(4).extent(),
+                      tunables.xy_inside(get_target(), in_w, in_h, kw, kh));
         blocks::V v;
         output(v.x, v.y, v.c, v.n) = p.output(v.x, v.y, v.c, v.n);
         p.output = output;

@@ -6,11 +6,13 @@ using namespace Halide;
 using namespace blocks;
 
 P24Pipeline build_p24(Func input, Func weight, Func bias, Expr in_w, Expr in_h, Expr in_depth,
-                      Expr kw, Expr kh, Expr kd, Expr cin, Expr cout) {
+                      Expr kw, Expr kh, Expr kd, Expr cin, Expr cout, Expr xy_inside) {
     V v;
     P24Pipeline p;
     p.kw = kw, p.kh = kh, p.kd = kd, p.cin = cin, p.cout = cout;
-    p.conv = conv3d(input, weight, bias, kw, kh, kd, cin, cout, in_w, in_h, in_depth);
+    p.xy_inside = xy_inside;
+    p.conv = conv3d(input, weight, bias, kw, kh, kd, cin, cout, in_w, in_h, in_depth, "conv",
+                    xy_inside);
     p.min_depth = min_over_depth(p.conv.f, in_depth - kd + 1);
     p.softmax = softmax_over_channels(p.min_depth.f, cout);
     p.output = Func("p24_out");

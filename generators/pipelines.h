@@ -16,12 +16,13 @@ struct P24Pipeline {
     blocks::Softmax softmax;
     Halide::Func output;  // (x, y, c, n)
     Halide::Expr kw, kh, kd, cin, cout;
+    Halide::Expr xy_inside;  // blocks::conv3d's (undefined: x and y always clamped)
 };
 // in_w, in_h (and in_depth): the input's width, height (and depth).
 P24Pipeline build_p24(Halide::Func input, Halide::Func weight, Halide::Func bias,
                       Halide::Expr in_w, Halide::Expr in_h, Halide::Expr in_depth,
                       Halide::Expr kw, Halide::Expr kh, Halide::Expr kd, Halide::Expr cin,
-                      Halide::Expr cout);
+                      Halide::Expr cout, Halide::Expr xy_inside = Halide::Expr());
 
 // p25 and p32: conv2d -> min over channels (keepdim) -> element-wise epilogue.
 // The conv is computed in one of two forms: the direct one (any kernel size)

@@ -28,6 +28,14 @@ struct P24Params {
     Halide::GeneratorParam<int> gpu_depth_block{"gpu_depth_block", 2};
     // CPU: vector width over x.
     Halide::GeneratorParam<int> cpu_vector{"cpu_vector", 8};
+    // Where the GPU schedule computes no pixel past the conv's right or
+    // bottom edge, so the conv reads its input unclamped in x and y
+    // (blocks::conv3d's xy_inside): a kernel 3 wide and high (the taps'
+    // unrolled fast path) and a conv of at least one tile (the tiles at the
+    // edge then shift inwards). Undefined on the CPU.
+    Halide::Expr xy_inside(const Halide::Target &target, const Halide::Expr &in_w,
+                           const Halide::Expr &in_h, const Halide::Expr &kw,
+                           const Halide::Expr &kh) const;
 };
 
 void schedule_p24(P24Pipeline &p, const P24Params &t, const Halide::Target &target);

@@ -36,6 +36,10 @@ TEST_P(P24, MatchesReferenceOnOddShapes) {
         // More output channels than the GPU schedule's channel tile (24):
         // a block walks a second, partial (29) or a third (50) tile.
         {{2, 3, 5, 8, 13}, 29, 3}, {{1, 2, 4, 12, 11}, 50, 2},
+        // The GPU schedule's unclamped fast path (3x3 taps, a conv of at
+        // least one 10 x 4 tile, the edge tiles shifted inwards): exactly one
+        // tile, and one column or one row short of it (the clamped path).
+        {{1, 3, 4, 6, 12}, 24, 3}, {{2, 3, 4, 6, 11}, 24, 3}, {{1, 3, 4, 5, 12}, 24, 3},
     };
     uint64_t seed = 1;
     for (const P24Case &c : cases) {
@@ -56,6 +60,20 @@ TEST_P(P24, NanPropagatesLikePyTorch) {
     Tensor out = m.forward(on_device(in));
     HostTensor ref = p24_reference(m, in);
     EXPECT_TRUE(std::isnan(ref.at({0, 0, 1, 4})));
+    EXPECT_TRUE(matches(out, ref));
+}
+
+// NaN in the last input column and row of a shape on the GPU's fast path,
+// whose last tiles shift inwards over their neighbours: the outputs that read
+// it are NaN, the others not.
+TEST_P(P24, NanAtTheEdgeOfShiftedTiles) {
+    Conv3dMinSoftmax m(3, 24, 3, 2, choice(), 21);
+    Tensor in = random_tensor({2, 3, 5, 9, 23}, 22);
+    in.data()[((1 * 3 + 2) * 5 + 4) * 9 * 23 + 8 * 23 + 22] = kNaN;  // n 1, c 2, z 4, y 8, x 22
+    Tensor out = m.forward(on_device(in));
+    HostTensor ref = p24_reference(m, in);
+    EXPECT_TRUE(std::isnan(ref.at({1, 0, 6, 20})));
+    EXPECT_FALSE(std::isnan(ref.at({1, 0, 6, 19})));
     EXPECT_TRUE(matches(out, ref));
 }
 
