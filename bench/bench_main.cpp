@@ -30,9 +30,7 @@
 #include <map>
 #include <memory>
 
-#ifndef FUSEDCONV_COMMIT
-#define FUSEDCONV_COMMIT "unknown"
-#endif
+#include "fusedconv_commit.h"  // FUSEDCONV_COMMIT, written at build time
 // "halide" for the schedules' default parameters, "halide-tuned" for a build
 // configured with -DFUSEDCONV_TUNED=<file>.
 #ifndef FUSEDCONV_HALIDE_SYSTEM

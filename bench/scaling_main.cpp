@@ -37,9 +37,7 @@
 #include <string>
 #include <vector>
 
-#ifndef FUSEDCONV_COMMIT
-#define FUSEDCONV_COMMIT "unknown"
-#endif
+#include "fusedconv_commit.h"  // FUSEDCONV_COMMIT, written at build time
 
 namespace fusedconv::bench {
 namespace {
