@@ -41,21 +41,17 @@ bool overlapping(const Tensor &a, const Tensor &b) {
 }
 
 // p83's dropout mask in training mode (0 < p < 1) is a function of the
-// element's index in the whole tensor: a shard (or a piece of one) starting
-// past sample 0 would draw another mask than the unsharded forward.
-bool index_keyed_dropout(const Model &m) {
-    const auto *p83 = dynamic_cast<const Conv3dGroupNormMinClampDropout *>(&m);
-    if (!p83 || !p83->training()) return false;
-    const float p = p83->dropout_p();
-    return p > 0.0f && p < 1.0f;  // else it keeps all or none: no index in it
-}
-
+// element's index in the whole tensor: a shard starting past sample 0 would
+// draw another mask than the unsharded forward. (p = 0 or 1 keeps all or
+// none: no index in it.)
 void refuse_index_keyed_dropout(const Model &m, size_t index, std::pair<int64_t, int64_t> range) {
-    if (range.first == 0 || !index_keyed_dropout(m)) return;
+    const auto *p83 = dynamic_cast<const Conv3dGroupNormMinClampDropout *>(&m);
+    if (!p83 || range.first == 0 || !p83->training()) return;
+    const float p = p83->dropout_p();
+    if (!(p > 0.0f && p < 1.0f)) return;
     throw Error("sharded_forward: replica " + std::to_string(index) + " (" + where(m) +
                 ", Conv3dGroupNormMinClampDropout) is in training mode with dropout p = " +
-                std::to_string(dynamic_cast<const Conv3dGroupNormMinClampDropout &>(m).dropout_p()) +
-                ", whose mask is keyed on each element's index in the whole "
+                std::to_string(p) + ", whose mask is keyed on each element's index in the whole "
                 "batch: its shard " + range_string(range) +
                 " would draw a different mask than one forward; use one replica, or eval mode "
                 "(set_training(false))");
@@ -74,11 +70,11 @@ bool gpu_to_other_gpu(const Tensor &t, const Model &m) {
 // (p24): those that wait for the host (p25, p32, p83 on the GPU) measured
 // slower in pieces (p25 0.53 against 0.64, p32 0.55 against 0.76), the copy
 // back of the first piece waiting for the other GPU's whole forward;
-// bench/README.md ("Scaling over GPUs") has the figures.
+// bench/README.md ("Scaling over GPUs") has the figures. (p83 must stay
+// whole anyway where its dropout mask is keyed on the element's index.)
 constexpr int kPiecesPerRemoteShard = 4;
 
 int pieces_for(const Model &m) {
-    if (index_keyed_dropout(m)) return 1;
     return dynamic_cast<const Conv3dMinSoftmax *>(&m) ? kPiecesPerRemoteShard : 1;
 }
 
