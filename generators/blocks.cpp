@@ -162,6 +162,57 @@ GroupNormStats groupnorm_stats(Func f5, Expr width, Expr height, Expr depth,
     return s;
 }
 
+GroupNormStats groupnorm_stats_by_pieces(Func f5, Expr width, Expr height, Expr depth,
+                                         Expr channels_per_group, Expr eps, int piece_w,
+                                         int piece_h, const std::string &name) {
+    V v;
+    GroupNormStats s;
+    const Var &px = v.x, &py = v.y;  // the piece's index
+    Expr pieces_x = (width + piece_w - 1) / piece_w, pieces_y = (height + piece_h - 1) / piece_h;
+    s.r_col = RDom(0, piece_w, 0, piece_h, name + "_rpiece");
+    s.r_mean = RDom(0, pieces_x, 0, pieces_y, 0, depth, 0, channels_per_group, name + "_rmean");
+    s.r_m2 = RDom(0, pieces_x, 0, pieces_y, 0, depth, 0, channels_per_group, name + "_rm2");
+    s.piece_sums = Func(name + "_piece_sums");
+    s.cols = Func(name + "_pieces");
+    s.mean = Func(name + "_mean");
+    s.m2 = Func(name + "_m2");
+    s.groups = Func(name + "_groups");
+
+    // The sums over the piece's pixels, a reduction that a schedule unrolls
+    // (each pixel's deviation then read once by both sums).
+    Expr x0 = px * piece_w, y0 = py * piece_h;
+    Expr first = f5(x0, y0, v.z, v.c, v.n);
+    const RDom &r = s.r_col;
+    Expr d = select(x0 + r.x < width && y0 + r.y < height,
+                    f5(x0 + r.x, y0 + r.y, v.z, v.c, v.n) - first, 0.0f);
+    s.piece_sums(px, py, v.z, v.c, v.n) = {0.0f, 0.0f};
+    s.piece_sums(px, py, v.z, v.c, v.n) = {s.piece_sums(px, py, v.z, v.c, v.n)[0] + d,
+                                           s.piece_sums(px, py, v.z, v.c, v.n)[1] + d * d};
+    auto count = [&](Expr ix, Expr iy) {
+        return cast<float>(min(width - ix * piece_w, piece_w) * min(height - iy * piece_h, piece_h));
+    };
+    Expr k = count(px, py);
+    Expr s1 = s.piece_sums(px, py, v.z, v.c, v.n)[0], s2 = s.piece_sums(px, py, v.z, v.c, v.n)[1];
+    s.cols(px, py, v.z, v.c, v.n) = {first + s1 / k, s2 - s1 * (s1 / k)};
+
+    // Chan's combination, the means summed relative to the group's first
+    // piece mean (as the columns' in groupnorm_stats).
+    Expr total = cast<float>(width * height * depth * channels_per_group);
+    const RDom &rm = s.r_mean;
+    Expr shift = s.cols(0, 0, 0, v.g * channels_per_group, v.n)[0];
+    s.mean(v.g, v.n) = 0.0f;
+    s.mean(v.g, v.n) += count(rm.x, rm.y) *
+                        (s.cols(rm.x, rm.y, rm.z, v.g * channels_per_group + rm.w, v.n)[0] - shift);
+    s.mean(v.g, v.n) = shift + s.mean(v.g, v.n) / total;
+    const RDom &r2 = s.r_m2;
+    Expr c2 = v.g * channels_per_group + r2.w;
+    Expr dev = s.cols(r2.x, r2.y, r2.z, c2, v.n)[0] - s.mean(v.g, v.n);
+    s.m2(v.g, v.n) = 0.0f;
+    s.m2(v.g, v.n) += s.cols(r2.x, r2.y, r2.z, c2, v.n)[1] + count(r2.x, r2.y) * dev * dev;
+    s.groups(v.g, v.n) = {s.mean(v.g, v.n), 1.0f / sqrt(s.m2(v.g, v.n) / total + eps)};
+    return s;
+}
+
 Expr groupnorm_apply(Func f5, const GroupNormStats &s, Func gamma, Func beta,
                      Expr channels_per_group, Expr x, Expr y, Expr z, Expr c, Expr n) {
     Expr g = c / channels_per_group;

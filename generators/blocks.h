@@ -112,10 +112,23 @@ struct GroupNormStats {
     Func m2;        // (g, n)
     Func groups;    // (g, n) -> {mean, rstd = 1 / sqrt(m2 / count + eps)}
     RDom r_col, r_mean, r_m2;
+    Func piece_sums;  // by pieces only: (px, py, z, c, n) -> {S1, S2}, over r_col
 };
 GroupNormStats groupnorm_stats(Func f5, Expr width, Expr height, Expr depth,
                                Expr channels_per_group, Expr eps,
                                const std::string &name = "gn");
+// The same statistics from pieces of piece_w x piece_h pixels of one (z, c, n)
+// plane, for a schedule that computes them where a kernel already holds such
+// a piece (p83's GPU conv, from its staged output). Per piece (px, py, z, c,
+// n): the sums of d = f - K and d^2 over its pixels inside the plane, K the
+// piece's first pixel (so float32 holds deviations from a value of the
+// piece, not the mean's magnitude), giving the piece's mean K + S1 / k and
+// M2 = S2 - S1^2 / k (k its pixel count); pieces are then combined by Chan's
+// formula weighted by k. A piece's value is NaN if any of its pixels is.
+// `cols` is then the pieces' {mean, m2} over (px, py, z, c, n).
+GroupNormStats groupnorm_stats_by_pieces(Func f5, Expr width, Expr height, Expr depth,
+                                         Expr channels_per_group, Expr eps, int piece_w,
+                                         int piece_h, const std::string &name = "gn");
 // y = (x - mean) * rstd * gamma[c] + beta[c] at one element.
 Expr groupnorm_apply(Func f5, const GroupNormStats &s, Func gamma, Func beta,
                      Expr channels_per_group, Expr x, Expr y, Expr z, Expr c, Expr n);

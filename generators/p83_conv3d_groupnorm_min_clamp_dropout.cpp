@@ -26,10 +26,13 @@ public:
 
     void generate() {
         P83Params prm{groups, eps, min_value, clamp_lo, clamp_hi, dropout_p, training, seed};
+        const int max_cin = tunables.xy_max_cin(get_target());
+        int piece_w, piece_h;
+        tunables.stats_pieces(max_cin, piece_w, piece_h);
         p = build_p83(input, weight, bias, gamma, beta, input.dim(0).extent(),
                       input.dim(1).extent(), input.dim(2).extent(), prm, weight.dim(0).extent(),
                       weight.dim(1).extent(), weight.dim(2).extent(), weight.dim(3).extent(),
-                      weight.dim(4).extent(), tunables.xy_max_cin(get_target()));
+                      weight.dim(4).extent(), max_cin, piece_w, piece_h);
         blocks::V v;
         output(v.x, v.y, v.z, v.c, v.n) = p.output(v.x, v.y, v.z, v.c, v.n);
         p.output = output;

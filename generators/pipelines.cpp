@@ -108,7 +108,7 @@ static void conv3d_value(P83Pipeline &p, Func input, Func weight, Func bias, Exp
 
 P83Pipeline build_p83(Func input, Func weight, Func bias, Func gamma, Func beta, Expr in_w,
                       Expr in_h, Expr in_depth, const P83Params &prm, Expr kw, Expr kh, Expr kd,
-                      Expr cin, Expr cout, int xy_max_cin) {
+                      Expr cin, Expr cout, int xy_max_cin, int piece_w, int piece_h) {
     V v;
     P83Pipeline p;
     p.kw = kw, p.kh = kh, p.kd = kd, p.cin = cin, p.cout = cout;
@@ -117,7 +117,10 @@ P83Pipeline build_p83(Func input, Func weight, Func bias, Func gamma, Func beta,
     Expr out_w = in_w - kw + 1, out_h = in_h - kh + 1, out_d = in_depth - kd + 1;
     p.out_w = out_w, p.out_h = out_h, p.out_d = out_d;
     Expr cpg = cout / prm.groups;
-    p.stats = groupnorm_stats(p.conv_value, out_w, out_h, out_d, cpg, prm.eps);
+    p.piece_w = piece_w, p.piece_h = piece_h;
+    p.stats = piece_w > 0 ? groupnorm_stats_by_pieces(p.conv_value, out_w, out_h, out_d, cpg,
+                                                      prm.eps, piece_w, piece_h)
+                          : groupnorm_stats(p.conv_value, out_w, out_h, out_d, cpg, prm.eps);
     Expr normed =
         groupnorm_apply(p.conv_value, p.stats, gamma, beta, cpg, v.x, v.y, v.z, v.c, v.n);
     Expr clamped = min_then_clamp(normed, prm.min_value, prm.clamp_lo, prm.clamp_hi);
@@ -126,6 +129,7 @@ P83Pipeline build_p83(Func input, Func weight, Func bias, Func gamma, Func beta,
     Expr index = (((v.n * cout + v.c) * out_d + v.z) * out_h + v.y) * out_w + v.x;
     p.output = Func("p83_out");
     p.output(v.x, v.y, v.z, v.c, v.n) = dropout(clamped, index, prm.seed, prm.p, prm.training);
+    p.elementwise = p.output;
     return p;
 }
 

@@ -82,6 +82,10 @@ struct P83Pipeline {
     Halide::Expr use_winograd;
     Halide::Func conv_value;  // (x, y, z, c, n)
     blocks::GroupNormStats stats;
+    // Where piece_w > 0 the statistics come from pieces of piece_w x piece_h
+    // pixels (blocks::groupnorm_stats_by_pieces), else from columns.
+    int piece_w = 0, piece_h = 0;
+    Halide::Func elementwise;  // normalize, min, clamp, dropout (the output's definition)
     Halide::Func output;  // (x, y, z, c, n)
     Halide::Expr kw, kh, kd, cin, cout;
     Halide::Expr out_w, out_h, out_d;  // the output's extents
@@ -91,6 +95,6 @@ P83Pipeline build_p83(Halide::Func input, Halide::Func weight, Halide::Func bias
                       Halide::Func gamma, Halide::Func beta, Halide::Expr in_w, Halide::Expr in_h,
                       Halide::Expr in_depth, const P83Params &params, Halide::Expr kw,
                       Halide::Expr kh, Halide::Expr kd, Halide::Expr cin, Halide::Expr cout,
-                      int xy_max_cin = 0);
+                      int xy_max_cin = 0, int piece_w = 0, int piece_h = 0);
 
 }  // namespace fusedconv

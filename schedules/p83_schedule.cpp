@@ -15,9 +15,10 @@ namespace {
 // into a global buffer: direct (each thread a block of channels over a few
 // rows, in registers) or, in p83_xy_cuda, Winograd F(4x4, 3x3) over x and y
 // (gpu_conv_xy below); (2) per column (x, z, c, n): Welford mean and M2 over
-// y, reading (1), neighbouring threads on neighbouring x; (3) tiny: per
-// (group, sample) mean and 1/std; (4) per element: normalize, min, clamp,
-// dropout, reading (1). Keeping the conv costs its 441 MB of memory and ~0.3
+// y, reading (1), neighbouring threads on neighbouring x (in p83_xy_cuda, by
+// default, the statistics' pieces are computed inside (1) instead, and (2)
+// is no kernel); (3) tiny: per (group, sample) mean and 1/std; (4) per
+// element: normalize, min, clamp, dropout, reading (1). Keeping the conv costs its 441 MB of memory and ~0.3
 // ms of DRAM traffic; recomputing it in (2) and (4) measured 4x slower.
 // NVIDIA H200, default shape: 1.11 ms with the direct conv (ncu, 2026-11-22:
 // weight copy 3 us, conv 0.64 ms at 43% of the float32 peak, column
@@ -99,7 +100,11 @@ void gpu_conv_direct(P83Pipeline &p, const P83Params &t) {
 // kernel 0.66 ms against the direct form's 0.83 at ncu's clocks, whole
 // pipeline 1.02-1.04 ms against 1.11 (ncu: 255 registers, 8 warps per SM,
 // issue 45%, FMA pipe 29%: the transforms, staging and copy issue as many
-// instructions as the 9 (depth tap, channel) pairs' products).
+// instructions as the 9 (depth tap, channel) pairs' products). With the
+// statistics' pieces in this kernel (gpu_xy_stats_in_conv) and blocks of 16
+// x 1 tiles, the defaults: p83 0.952-0.954 ms against 1.092-1.095 with the
+// column kernel and 8 x 2 tiles (H100, bench/tune, one call): the kernel
+// grows by less than the column kernel took.
 void gpu_conv_xy(P83Pipeline &p, const P83Params &t) {
     blocks::V v;
     const Conv3dXYShape xy = t.xy_shape(p.xy_max_cin);
@@ -120,7 +125,10 @@ void gpu_conv_xy(P83Pipeline &p, const P83Params &t) {
     // The kept conv (global), written from the staged round along x. Rows
     // and columns from 0, so that every thread's pixels are whole tiles (the
     // per-thread extents are then constants).
-    Func kept = p.conv_value.in();
+    // With the statistics by pieces, they read the staged round too; only
+    // the element-wise stage reads the kept conv.
+    const bool pieces = p.piece_w > 0;
+    Func kept = pieces ? p.conv_value.in(p.elementwise) : p.conv_value.in();
     kept.compute_root()
         .bound(v.x, 0, p.out_w)
         .bound(v.y, 0, p.out_h)
@@ -165,24 +173,56 @@ void gpu_conv_xy(P83Pipeline &p, const P83Params &t) {
     // Each branch computes its own form only (one kernel: its registers are
     // the larger branch's, the Winograd form's 255).
     round.specialize(p.use_winograd);
+    if (pieces) {
+        // The statistics' pieces (one conv thread's tiles of one channel and
+        // depth), a thread each, read back from the staged round in the same
+        // thread loop as the copy (compute_with: no phase or barrier of their
+        // own), so the conv is written once and read once (by (4)).
+        if (p.piece_w != kTile * xy.per_thread || p.piece_h != kTile) {
+            throw CompileError("p83 GPU schedule: statistics pieces of " +
+                               std::to_string(p.piece_w) + " x " + std::to_string(p.piece_h) +
+                               " pixels, not one thread's " + std::to_string(kTile * xy.per_thread) +
+                               " x " + std::to_string(kTile));
+        }
+        // Its loops take the copy's splits (compute_with fuses loops of the
+        // same names): a block's pieces, tiles_x / per_thread x tiles_y x
+        // lanes, are one item a thread.
+        Func pieces_f = p.stats.cols;  // (x, y) the piece's index
+        pieces_f.compute_root()
+            .bound(v.x, 0, (p.out_w + p.piece_w - 1) / p.piece_w)
+            .bound(v.y, 0, (p.out_h + p.piece_h - 1) / p.piece_h)
+            .bound(v.z, 0, p.out_d)
+            .bound(v.c, 0, channels)
+            .split(v.x, xo, xi, xy.threads_y(), TailStrategy::GuardWithIf)
+            .split(v.y, yo, yi, xy.threads_z(), TailStrategy::GuardWithIf)
+            .split(v.z, zo, zi, xy.depth, TailStrategy::GuardWithIf)
+            .split(v.c, co, ci, lanes, TailStrategy::GuardWithIf)
+            .reorder(xi, yi, ci, zi, co, zo, xo, yo, v.n)
+            .fuse(xi, yi, item)
+            .fuse(item, ci, item);
+        conv3d_xy_over_threads(pieces_f, item, xy, pixo, pa, pb, pc);
+        pieces_f.reorder(pixo, pa, pb, pc, co, zi, zo, xo, yo, v.n)
+            .gpu_threads(pa, pb, pc)
+            .gpu_blocks(xo, yo, v.n)
+            .compute_with(kept, pa);
+        // The sums in registers, computed where the piece is one point (so
+        // their extents are known), the piece's pixels unrolled.
+        Func sums = p.stats.piece_sums;
+        sums.compute_at(pieces_f, pixo).store_in(MemoryType::Register);
+        sums.update().reorder(p.stats.r_col.y, p.stats.r_col.x).unroll(p.stats.r_col.y);
+    }
     schedule_conv3d_xy(p.winograd, p.conv, p.kw, p.kh, xy, LoopLevel(round, v.c),
                        LoopLevel(kept, zo));
 }
 
-void gpu(P83Pipeline &p, const P83Params &t) {
+// (2) Column statistics: threads over (x, depth), blocks over (x tiles,
+// channel blocks, samples); each thread walks the rest of the depth and a
+// block of channels. A wrapper keeps init and update in one kernel.
+void gpu_column_stats(P83Pipeline &p, const P83Params &t) {
     blocks::V v;
-    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), zo("zo"), zi("zi"), co("co"), ci("ci"), cn("cn");
+    Var xo("xo"), xi("xi"), zo("zo"), zi("zi"), co("co"), ci("ci");
     auto &s = p.stats;
     const int cb = t.gpu_channel_block;
-    if (p.xy_max_cin > 0) {
-        gpu_conv_xy(p, t);
-    } else {
-        gpu_conv_direct(p, t);
-    }
-
-    // (2) Column statistics: threads over (x, depth), blocks over (x tiles,
-    // channel blocks, samples); each thread walks the rest of the depth and a
-    // block of channels. A wrapper keeps init and update in one kernel.
     Func cols = s.cols.in();
     cols.compute_root()
         .split(v.x, xo, xi, t.gpu_cols_x, TailStrategy::GuardWithIf)
@@ -195,6 +235,23 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     s.cols.compute_at(cols, zo).bound_extent(v.c, cb).unroll(v.c);
     // The rows stay a rolled loop (unrolled by 2 measured 6% slower).
     s.cols.update().reorder(v.c, s.r_col.x).unroll(v.c);
+}
+
+void gpu(P83Pipeline &p, const P83Params &t) {
+    blocks::V v;
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), cn("cn");
+    auto &s = p.stats;
+    if (p.xy_max_cin > 0) {
+        gpu_conv_xy(p, t);
+    } else {
+        gpu_conv_direct(p, t);
+    }
+
+    // (2) Column statistics, unless the conv kernel computed the statistics'
+    // pieces.
+    if (p.piece_w == 0) {
+        gpu_column_stats(p, t);
+    }
 
     // (3) One block per (group, sample). Each sum over a group's columns is
     // split by rfactor into 64 partial sums (x modulo 64), a thread each,
@@ -206,14 +263,21 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     s.groups.compute_root().gpu_blocks(v.g, v.n);
     for (auto [f, r] : {std::pair{s.mean, s.r_mean}, std::pair{s.m2, s.r_m2}}) {
         f.compute_at(s.groups, v.g);
-        Func partial = f.update(0).split(r.x, rxo, rxi, 64).rfactor(rxi, u);
+        RVar rx = r.x;
+        if (p.piece_w > 0) {  // the pieces' (px, py) as one index
+            RVar rxy("rxy");
+            f.update(0).fuse(r.x, r.y, rxy);
+            rx = rxy;
+        }
+        Func partial = f.update(0).split(rx, rxo, rxi, 64).rfactor(rxi, u);
         Func handed = partial.in();
         handed.compute_at(s.groups, v.g).gpu_threads(u);
         partial.compute_at(handed, u).store_in(MemoryType::Register);
         RVar ryo("ryo"), ryi("ryi");
+        const RVar rz = p.piece_w > 0 ? r.z : r.y, rc = p.piece_w > 0 ? r.w : r.z;
         partial.update()
-            .split(r.y, ryo, ryi, 7, TailStrategy::GuardWithIf)
-            .reorder(ryi, rxo, ryo, r.z)
+            .split(rz, ryo, ryi, 7, TailStrategy::GuardWithIf)
+            .reorder(ryi, rxo, ryo, rc)
             .unroll(ryi);
     }
     s.mean.update(1).unscheduled();  // the final division: one thread
@@ -292,6 +356,12 @@ void cpu(P83Pipeline &p, const P83Params &t) {
 Conv3dXYShape P83Params::xy_shape(int max_cin) const {
     return {gpu_xy_tiles_x, gpu_xy_tiles_y, gpu_xy_tiles_per_thread, gpu_xy_depth,
             gpu_xy_lanes, max_cin, gpu_xy_cin_unroll};
+}
+
+void P83Params::stats_pieces(int max_cin, int &piece_w, int &piece_h) const {
+    const bool pieces = max_cin > 0 && gpu_xy_stats_in_conv;
+    piece_w = pieces ? 4 * int(gpu_xy_tiles_per_thread) : 0;
+    piece_h = pieces ? 4 : 0;
 }
 
 int P83Params::xy_max_cin(const Target &target) const {

@@ -44,14 +44,20 @@ struct P83Params {
     // tiles_y; each thread's 4 x 4 tiles_per_thread pixels and one channel
     // hold 36 tiles_per_thread transform-domain sums in registers.
     Halide::GeneratorParam<int> gpu_xy_max_cin{"gpu_xy_max_cin", 3};
-    Halide::GeneratorParam<int> gpu_xy_tiles_x{"gpu_xy_tiles_x", 8};
-    Halide::GeneratorParam<int> gpu_xy_tiles_y{"gpu_xy_tiles_y", 2};
+    Halide::GeneratorParam<int> gpu_xy_tiles_x{"gpu_xy_tiles_x", 16};
+    Halide::GeneratorParam<int> gpu_xy_tiles_y{"gpu_xy_tiles_y", 1};
     Halide::GeneratorParam<int> gpu_xy_tiles_per_thread{"gpu_xy_tiles_per_thread", 4};
     Halide::GeneratorParam<int> gpu_xy_depth{"gpu_xy_depth", 2};
     Halide::GeneratorParam<int> gpu_xy_lanes{"gpu_xy_lanes", 16};
     // GPU, "xy": input channels the sums' loop unrolls (its 3 depth taps
     // always are).
     Halide::GeneratorParam<int> gpu_xy_cin_unroll{"gpu_xy_cin_unroll", 1};
+    // GPU, "xy": the GroupNorm statistics by pieces (one thread's tiles of one
+    // channel and depth), computed in the conv kernel from its staged output,
+    // instead of a column-statistics kernel reading the kept conv.
+    Halide::GeneratorParam<bool> gpu_xy_stats_in_conv{"gpu_xy_stats_in_conv", true};
+    // The pieces' size in pixels (piece_w 0: statistics by columns).
+    void stats_pieces(int max_cin, int &piece_w, int &piece_h) const;
     // The input channels the algorithm's Winograd form is built for: 0 (no
     // such form) unless the target has a GPU and gpu_conv_form is "xy".
     int xy_max_cin(const Halide::Target &target) const;
