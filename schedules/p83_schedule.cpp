@@ -206,7 +206,9 @@ void gpu_conv_xy(P83Pipeline &p, const P83Params &t) {
             .gpu_blocks(xo, yo, v.n)
             .compute_with(kept, pa);
         // The sums in registers, computed where the piece is one point (so
-        // their extents are known), the piece's pixels unrolled.
+        // their extents are known); its rows unrolled, its columns a rolled
+        // loop (all 64 pixels unrolled kept more values live and spilled
+        // more of the conv's sums: 1.07 ms against 0.99, H100).
         Func sums = p.stats.piece_sums;
         sums.compute_at(pieces_f, pixo).store_in(MemoryType::Register);
         sums.update().reorder(p.stats.r_col.y, p.stats.r_col.x).unroll(p.stats.r_col.y);

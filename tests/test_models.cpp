@@ -222,6 +222,10 @@ const P83Case kP83Cases[] = {
     // Output depth 9: past the GPU output kernel's depth unroll (7), and not
     // a multiple of it (its last step overlaps the one before).
     {{2, 3, 11, 6, 7}, 8, 3, 4},
+    // 40 output channels: on the GPU, 2.5 rounds of the F(4x4, 3x3) kernel's
+    // 16 channel lanes, with groups of 5 channels across rounds; its
+    // statistics' pieces (16 x 4 pixels) cut at the 19-wide, 8-high edge.
+    {{2, 3, 4, 10, 21}, 40, 3, 8},
 };
 
 class P83 : public OnDevice {
