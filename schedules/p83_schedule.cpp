@@ -129,24 +129,28 @@ void gpu_conv_xy(P83Pipeline &p, const P83Params &t) {
     // the element-wise stage reads the kept conv.
     const bool pieces = p.piece_w > 0;
     Func kept = pieces ? p.conv_value.in(p.elementwise) : p.conv_value.in();
-    kept.compute_root()
-        .bound(v.x, 0, p.out_w)
-        .bound(v.y, 0, p.out_h)
-        .bound(v.c, 0, channels)
-        .split(v.x, xo, xi, bx, TailStrategy::GuardWithIf)
-        .split(v.y, yo, yi, by, TailStrategy::GuardWithIf)
-        .split(v.z, zo, zi, xy.depth, TailStrategy::GuardWithIf)
-        .split(v.c, co, ci, lanes, TailStrategy::GuardWithIf)
-        .reorder(xi, yi, ci, zi, co, zo, xo, yo, v.n)
-        .fuse(xi, yi, item)
-        .fuse(item, ci, item);
-    conv3d_xy_over_threads(kept, item, xy, pixo, pa, pb, pc);
+    // The copy's loop nest: blocks of fx x fy along x and y, serial chunks of
+    // depths and rounds of channels, the block's (x, y, channel) items fused
+    // and spread over the threads. (The statistics' pieces take the same
+    // nest: compute_with fuses loops by name.)
+    auto block_nest = [&](Func f, int fx, int fy) {
+        f.split(v.x, xo, xi, fx, TailStrategy::GuardWithIf)
+            .split(v.y, yo, yi, fy, TailStrategy::GuardWithIf)
+            .split(v.z, zo, zi, xy.depth, TailStrategy::GuardWithIf)
+            .split(v.c, co, ci, lanes, TailStrategy::GuardWithIf)
+            .reorder(xi, yi, ci, zi, co, zo, xo, yo, v.n)
+            .fuse(xi, yi, item)
+            .fuse(item, ci, item);
+        conv3d_xy_over_threads(f, item, xy, pixo, pa, pb, pc);
+        f.reorder(pixo, pa, pb, pc, co, zi, zo, xo, yo, v.n)
+            .gpu_threads(pa, pb, pc)
+            .gpu_blocks(xo, yo, v.n);
+    };
+    kept.compute_root().bound(v.x, 0, p.out_w).bound(v.y, 0, p.out_h).bound(v.c, 0, channels);
+    block_nest(kept, bx, by);
     // The copy unrolled: the fused item's pixel and channel then fold into
     // constants (a rolled loop spent ~30 integer instructions an element).
-    kept.reorder(pixo, pa, pb, pc, co, zi, zo, xo, yo, v.n)
-        .unroll(pixo)
-        .gpu_threads(pa, pb, pc)
-        .gpu_blocks(xo, yo, v.n);
+    kept.unroll(pixo);
 
     // One depth and round of channels of the block's conv in shared memory,
     // channels innermost and padded to lanes + 1 words (conflict-free for
@@ -184,27 +188,16 @@ void gpu_conv_xy(P83Pipeline &p, const P83Params &t) {
                                " pixels, not one thread's " + std::to_string(kTile * xy.per_thread) +
                                " x " + std::to_string(kTile));
         }
-        // Its loops take the copy's splits (compute_with fuses loops of the
-        // same names): a block's pieces, tiles_x / per_thread x tiles_y x
-        // lanes, are one item a thread.
+        // Its loops take the copy's nest: a block's pieces, tiles_x /
+        // per_thread x tiles_y x lanes, are one item a thread.
         Func pieces_f = p.stats.cols;  // (x, y) the piece's index
         pieces_f.compute_root()
             .bound(v.x, 0, (p.out_w + p.piece_w - 1) / p.piece_w)
             .bound(v.y, 0, (p.out_h + p.piece_h - 1) / p.piece_h)
             .bound(v.z, 0, p.out_d)
-            .bound(v.c, 0, channels)
-            .split(v.x, xo, xi, xy.threads_y(), TailStrategy::GuardWithIf)
-            .split(v.y, yo, yi, xy.threads_z(), TailStrategy::GuardWithIf)
-            .split(v.z, zo, zi, xy.depth, TailStrategy::GuardWithIf)
-            .split(v.c, co, ci, lanes, TailStrategy::GuardWithIf)
-            .reorder(xi, yi, ci, zi, co, zo, xo, yo, v.n)
-            .fuse(xi, yi, item)
-            .fuse(item, ci, item);
-        conv3d_xy_over_threads(pieces_f, item, xy, pixo, pa, pb, pc);
-        pieces_f.reorder(pixo, pa, pb, pc, co, zi, zo, xo, yo, v.n)
-            .gpu_threads(pa, pb, pc)
-            .gpu_blocks(xo, yo, v.n)
-            .compute_with(kept, pa);
+            .bound(v.c, 0, channels);
+        block_nest(pieces_f, xy.threads_y(), xy.threads_z());
+        pieces_f.compute_with(kept, pa);
         // The sums in registers, computed where the piece is one point (so
         // their extents are known); its rows unrolled, its columns a rolled
         // loop (all 64 pixels unrolled kept more values live and spilled
