@@ -11,20 +11,22 @@ using namespace Halide;
 
 namespace {
 
-// GPU: four kernels, and the conv is KEPT, not recomputed: (1) the conv,
-// into a global buffer: direct (each thread a block of channels over a few
-// rows, in registers) or, in p83_xy_cuda, Winograd F(4x4, 3x3) over x and y
-// (gpu_conv_xy below); (2) per column (x, z, c, n): Welford mean and M2 over
-// y, reading (1), neighbouring threads on neighbouring x (in p83_xy_cuda, by
-// default, the statistics' pieces are computed inside (1) instead, and (2)
-// is no kernel); (3) tiny: per (group, sample) mean and 1/std; (4) per
-// element: normalize, min, clamp, dropout, reading (1). Keeping the conv costs its 441 MB of memory and ~0.3
-// ms of DRAM traffic; recomputing it in (2) and (4) measured 4x slower.
-// NVIDIA H200, default shape: 1.11 ms with the direct conv (ncu, 2026-11-22:
-// weight copy 3 us, conv 0.64 ms at 43% of the float32 peak, column
-// statistics 0.13 ms, group statistics 0.03, output 0.28 at 3.0 TB/s), 1.02
-// with F(4x4, 3x3) (2026-11-26). schedules/NOTES.md has the alternatives
-// measured at each stage.
+// GPU: four kernels (three in p83_xy_cuda by default, (2) below), and the
+// conv is KEPT, not recomputed: (1) the conv, into a global buffer: direct
+// (each thread a block of channels over a few rows, in registers) or, in
+// p83_xy_cuda, Winograd F(4x4, 3x3) over x and y (gpu_conv_xy below); (2)
+// per column (x, z, c, n): Welford mean and M2 over y, reading (1),
+// neighbouring threads on neighbouring x (in p83_xy_cuda, by default, the
+// statistics' pieces are computed inside (1) instead, and (2) is no kernel);
+// (3) tiny: per (group, sample) mean and 1/std; (4) per element: normalize,
+// min, clamp, dropout, reading (1). Keeping the conv costs its 441 MB of
+// memory and ~0.3 ms of DRAM traffic; recomputing it in (2) and (4)
+// measured 4x slower. NVIDIA H200, default shape: 1.11 ms with the direct
+// conv (ncu, 2026-11-22: weight copy 3 us, conv 0.64 ms at 43% of the
+// float32 peak, column statistics 0.13 ms, group statistics 0.03, output
+// 0.28 at 3.0 TB/s), 1.02 with F(4x4, 3x3) (2026-11-26); H100: 0.99 with the
+// statistics in the conv kernel (2026-11-27). schedules/NOTES.md has the
+// alternatives measured at each stage.
 void gpu_conv_direct(P83Pipeline &p, const P83Params &t) {
     blocks::V v;
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), yii("yii"), co("co"), ci("ci");
