@@ -1,5 +1,6 @@
 #include "blocks.h"
 
+#include <functional>
 #include <limits>
 
 namespace fusedconv::blocks {
@@ -119,6 +120,35 @@ Softmax softmax_over_channels(Func f4, Expr channels, const std::string &name) {
     return s;
 }
 
+// Chan's combination of a group's partial statistics {mean, m2} into its
+// mean and M2, and `groups`. partial(r, c) is the partial at RDom point r
+// (whose last dimension is the channel within the group) of channel c, and
+// weight(r) its number of values; `first` is the group's first partial. The
+// means are summed relative to first's, so the float32 sum holds small
+// deviations instead of growing to partials * mean: weighted by weight(r)
+// over `total` values, or, with `equal_partials`, unweighted over
+// `partials` (every partial of one size).
+static void chan_combine(GroupNormStats &s, const Tuple &first,
+                         const std::function<Tuple(const RDom &, Expr)> &partial,
+                         const std::function<Expr(const RDom &)> &weight, bool equal_partials,
+                         Expr partials, Expr total, Expr channels_per_group, Expr eps) {
+    V v;
+    auto channel = [&](const RDom &r) { return v.g * channels_per_group + r[r.dimensions() - 1]; };
+    const RDom &rm = s.r_mean;
+    Expr shift = first[0];
+    Expr dm = partial(rm, channel(rm))[0] - shift;
+    s.mean(v.g, v.n) = 0.0f;
+    s.mean(v.g, v.n) += equal_partials ? dm : weight(rm) * dm;
+    s.mean(v.g, v.n) = shift + s.mean(v.g, v.n) / (equal_partials ? partials : total);
+
+    const RDom &r2 = s.r_m2;
+    Tuple p2 = partial(r2, channel(r2));
+    Expr dev = p2[0] - s.mean(v.g, v.n);
+    s.m2(v.g, v.n) = 0.0f;
+    s.m2(v.g, v.n) += p2[1] + weight(r2) * dev * dev;
+    s.groups(v.g, v.n) = {s.mean(v.g, v.n), 1.0f / sqrt(s.m2(v.g, v.n) / total + eps)};
+}
+
 GroupNormStats groupnorm_stats(Func f5, Expr width, Expr height, Expr depth,
                                Expr channels_per_group, Expr eps, const std::string &name) {
     V v;
@@ -144,21 +174,11 @@ GroupNormStats groupnorm_stats(Func f5, Expr width, Expr height, Expr depth,
                                   s.cols(v.x, v.z, v.c, v.n)[1] + (val - old_mean) * (val - new_mean)};
 
     Expr cols_per_group = cast<float>(width * depth * channels_per_group);
-    const RDom &rm = s.r_mean;
-    // Sum the column means relative to the group's first column mean, so the
-    // float32 sum holds small deviations instead of growing to cols * mean.
-    Expr shift = s.cols(0, 0, v.g * channels_per_group, v.n)[0];
-    s.mean(v.g, v.n) = 0.0f;
-    s.mean(v.g, v.n) += s.cols(rm.x, rm.y, v.g * channels_per_group + rm.z, v.n)[0] - shift;
-    s.mean(v.g, v.n) = shift + s.mean(v.g, v.n) / cols_per_group;
-
-    const RDom &r2 = s.r_m2;
-    Expr c2 = v.g * channels_per_group + r2.z;
-    Expr dev = s.cols(r2.x, r2.y, c2, v.n)[0] - s.mean(v.g, v.n);
-    s.m2(v.g, v.n) = 0.0f;
-    s.m2(v.g, v.n) += s.cols(r2.x, r2.y, c2, v.n)[1] + cast<float>(height) * dev * dev;
-    Expr count = cast<float>(height) * cols_per_group;
-    s.groups(v.g, v.n) = {s.mean(v.g, v.n), 1.0f / sqrt(s.m2(v.g, v.n) / count + eps)};
+    chan_combine(
+        s, Tuple(s.cols(0, 0, v.g * channels_per_group, v.n)),
+        [&](const RDom &r, Expr c) { return Tuple(s.cols(r.x, r.y, c, v.n)); },
+        [&](const RDom &) { return cast<float>(height); }, true, cols_per_group,
+        cast<float>(height) * cols_per_group, channels_per_group, eps);
     return s;
 }
 
@@ -195,21 +215,11 @@ GroupNormStats groupnorm_stats_by_pieces(Func f5, Expr width, Expr height, Expr 
     Expr s1 = s.piece_sums(px, py, v.z, v.c, v.n)[0], s2 = s.piece_sums(px, py, v.z, v.c, v.n)[1];
     s.cols(px, py, v.z, v.c, v.n) = {first + s1 / k, s2 - s1 * (s1 / k)};
 
-    // Chan's combination, the means summed relative to the group's first
-    // piece mean (as the columns' in groupnorm_stats).
-    Expr total = cast<float>(width * height * depth * channels_per_group);
-    const RDom &rm = s.r_mean;
-    Expr shift = s.cols(0, 0, 0, v.g * channels_per_group, v.n)[0];
-    s.mean(v.g, v.n) = 0.0f;
-    s.mean(v.g, v.n) += count(rm.x, rm.y) *
-                        (s.cols(rm.x, rm.y, rm.z, v.g * channels_per_group + rm.w, v.n)[0] - shift);
-    s.mean(v.g, v.n) = shift + s.mean(v.g, v.n) / total;
-    const RDom &r2 = s.r_m2;
-    Expr c2 = v.g * channels_per_group + r2.w;
-    Expr dev = s.cols(r2.x, r2.y, r2.z, c2, v.n)[0] - s.mean(v.g, v.n);
-    s.m2(v.g, v.n) = 0.0f;
-    s.m2(v.g, v.n) += s.cols(r2.x, r2.y, r2.z, c2, v.n)[1] + count(r2.x, r2.y) * dev * dev;
-    s.groups(v.g, v.n) = {s.mean(v.g, v.n), 1.0f / sqrt(s.m2(v.g, v.n) / total + eps)};
+    chan_combine(
+        s, Tuple(s.cols(0, 0, 0, v.g * channels_per_group, v.n)),
+        [&](const RDom &r, Expr c) { return Tuple(s.cols(r.x, r.y, r.z, c, v.n)); },
+        [&](const RDom &r) { return count(r.x, r.y); }, false, Expr(),
+        cast<float>(width * height * depth * channels_per_group), channels_per_group, eps);
     return s;
 }
 

@@ -107,7 +107,7 @@ Softmax softmax_over_channels(Func f4, Expr channels, const std::string &name = 
 // so no E[x^2] - E[x]^2 cancellation happens in float32. Columns rather than
 // rows: neighbouring columns read neighbouring addresses.
 struct GroupNormStats {
-    Func cols;      // (x, z, c, n) -> {column mean, column m2}
+    Func cols;      // (x, z, c, n) -> {column mean, column m2}; by pieces: (px, py, z, c, n)
     Func mean;      // (g, n)
     Func m2;        // (g, n)
     Func groups;    // (g, n) -> {mean, rstd = 1 / sqrt(m2 / count + eps)}
