@@ -25,6 +25,8 @@
 #include "p32_cpu.h"
 #include "p32_cuda.h"
 #include "p32_xy_cuda.h"
+#include "p83_cuda.h"
+#include "p83_xy_cuda.h"
 #include "winograd2d_limits.h"
 
 #include <gtest/gtest.h>
@@ -407,6 +409,58 @@ TEST_P(WinogradFallbackOnDevice, P32RecomputesOnlyTheSamplesWhoseWinogradResultH
         const Tensor one = in.batch_range(n, n + 1);
         EXPECT_TRUE(matches(m.forward(one.to(device())), p32_reference(m, one)));
     }
+}
+
+// p83 on the GPU: a 3x3x3 kernel with at most 3 input channels takes the
+// F(4x4, 3x3) library over x and y, whose input transform overflows float32
+// on inputs near 1e38 (sample 1 of 3 here) where the direct conv does not
+// (weights near 1e-22 keep its sums near 1e16, and GroupNorm's squares
+// finite). The runtime's probe, one element a (sample, channel), must find
+// that sample, and only it is recomputed in the direct form: bit for bit the
+// direct library's result there, the Winograd library's elsewhere.
+TEST(WinogradFallbackOnGpu, P83RecomputesOnlyTheSamplesWhoseWinogradResultHasNaN) {
+    if (!gpu_available()) {
+        GTEST_SKIP() << "no usable CUDA device (" << gpu_unavailable_reason()
+                     << "); p83 has no Winograd form on the CPU";
+    }
+    Conv3dGroupNormMinClampDropout m(3, 8, 3, 4, 10.0f, -10.0f, 0.0f, DeviceChoice::GPU, 111);
+    m.set_clamp(-10.0f, 10.0f);
+    m.set_training(false);
+    m.set_parameters(random_tensor({8, 3, 3, 3, 3}, 112, -1e-22f, 1e-22f),
+                     random_tensor({8}, 113, -1e-6f, 1e-6f), random_tensor({8}, 114, 0.5f, 2.0f),
+                     random_tensor({8}, 115));
+    const int64_t samples = 3, per_sample = 3 * 6 * 13 * 9;
+    // Inputs near 1e20 in samples 0 and 2 (conv values near 1, transforms
+    // near 1e22), near 1e38 in sample 1.
+    Tensor in = random_tensor({samples, 3, 6, 13, 9}, 116);
+    for (int64_t i = 0; i < samples * per_sample; ++i) {
+        in.data()[i] *= i / per_sample == 1 ? 1e38f : 1e20f;
+    }
+    const Tensor x = in.to(Device::GPU);
+    const Shape shape = m.output_shape(in.shape());
+    auto one_form = [&](bool winograd) {
+        Tensor out = Tensor::empty(shape, Device::GPU);
+        auto fn = winograd ? fusedconv_p83_xy_cuda : fusedconv_p83_cuda;
+        EXPECT_EQ(fn(x.raw(), m.conv_weight().raw(), m.conv_bias().raw(), m.norm_weight().raw(),
+                     m.norm_bias().raw(), m.groups(), m.eps(), m.min_value(), m.clamp_min(),
+                     m.clamp_max(), m.dropout_p(), m.training(), m.dropout_seed(), out.raw()),
+                  0);
+        return out.to_vector();
+    };
+    const std::vector<float> winograd = one_form(true), direct = one_form(false);
+    const std::vector<float> got = m.forward(x).to_vector();
+    const size_t out_per_sample = got.size() / samples;
+    auto sample = [&](const std::vector<float> &v, int64_t n) {
+        return std::vector<float>(v.begin() + n * out_per_sample,
+                                  v.begin() + (n + 1) * out_per_sample);
+    };
+    for (int64_t n = 0; n < samples; ++n) {
+        SCOPED_TRACE("sample " + std::to_string(n));
+        EXPECT_EQ(count_nan(sample(winograd, n)) > 0, n == 1);
+        EXPECT_EQ(count_nan(sample(got, n)), 0);
+        EXPECT_EQ(sample(got, n), sample(n == 1 ? direct : winograd, n));
+    }
+    EXPECT_TRUE(matches(m.forward(x), p83_reference(m, in)));
 }
 
 // The F(4x4, 3x3) library called directly (as the tuner does) with more
