@@ -40,6 +40,24 @@ constexpr int kCaptureModeGlobal = 0;        // CU_STREAM_CAPTURE_MODE_GLOBAL
 constexpr unsigned kEventDisableTiming = 0x2; // CU_EVENT_DISABLE_TIMING
 constexpr int kCaptureActive = 1, kCaptureInvalidated = 2;
 
+// cuda.h's CUDA_MEMCPY2D (cuMemcpy2DAsync_v2's argument).
+constexpr int kMemoryTypeHost = 1, kMemoryTypeDevice = 2;  // CU_MEMORYTYPE_*
+struct Memcpy2D {
+    size_t srcXInBytes, srcY;
+    int srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    void *srcArray;
+    size_t srcPitch;
+    size_t dstXInBytes, dstY;
+    int dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    void *dstArray;
+    size_t dstPitch;
+    size_t WidthInBytes, Height;
+};
+
 struct Driver {
     CUresult (*cuInit)(unsigned) = nullptr;
     CUresult (*cuDeviceGetCount)(int *) = nullptr;
@@ -55,6 +73,7 @@ struct Driver {
     CUresult (*cuDeviceTotalMem)(size_t *, CUdevice) = nullptr;
     CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
     CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream) = nullptr;
+    CUresult (*cuMemcpy2DAsync)(const Memcpy2D *, CUstream) = nullptr;
     // Present in every driver of CUDA 11+; checked where used.
     CUresult (*cuStreamGetCtx)(CUstream, CUcontext *) = nullptr;
     CUresult (*cuStreamIsCapturing)(CUstream, int *) = nullptr;
@@ -179,7 +198,8 @@ std::string try_init() {
         !load(lib, "cuDeviceGetAttribute", d.cuDeviceGetAttribute) ||
         !load(lib, "cuDeviceTotalMem_v2", d.cuDeviceTotalMem) ||
         !load(lib, "cuStreamSynchronize", d.cuStreamSynchronize) ||
-        !load(lib, "cuMemcpyDtoHAsync_v2", d.cuMemcpyDtoHAsync)) {
+        !load(lib, "cuMemcpyDtoHAsync_v2", d.cuMemcpyDtoHAsync) ||
+        !load(lib, "cuMemcpy2DAsync_v2", d.cuMemcpy2DAsync)) {
         return "the CUDA driver lacks a required entry point";
     }
     load(lib, "cuGetErrorString", d.cuGetErrorString);
@@ -389,19 +409,37 @@ void pinned_release(std::pair<void *, size_t> block) {
 // of 20 in one call, p25 2.914-2.917 ms against 2.925-2.937, p32
 // 10.057-10.073 against 10.092-10.127, p83 1.100-1.102 against 1.101-1.106.
 void copy_to_host_and_wait(void *host, uint64_t device_ptr, size_t bytes) {
+    copy_rows_to_host_and_wait(host, device_ptr, bytes, bytes, 1);
+}
+
+void copy_rows_to_host_and_wait(void *host, uint64_t device_ptr, size_t pitch, size_t row_bytes,
+                                size_t rows) {
     require_usable("copy to host");
     Driver &d = driver();
     void *stream = tl_stream;
+    const size_t bytes = row_bytes * rows;
     const std::string where = "CUDA device " + std::to_string(tl_device) + ", stream " +
                               pointer_string(stream) + ": ";
     const std::pair<void *, size_t> block = pinned_acquire(bytes);
     void *target = block.first ? block.first : host;
-    CUresult r = with_context(tl_device,
-                              [&] { return d.cuMemcpyDtoHAsync(target, device_ptr, bytes, stream); });
+    CUresult r = with_context(tl_device, [&] {
+        if (rows == 1) return d.cuMemcpyDtoHAsync(target, device_ptr, bytes, stream);
+        Memcpy2D c{};
+        c.srcMemoryType = kMemoryTypeDevice;
+        c.srcDevice = device_ptr;
+        c.srcPitch = pitch;
+        c.dstMemoryType = kMemoryTypeHost;
+        c.dstHost = target;
+        c.dstPitch = row_bytes;
+        c.WidthInBytes = row_bytes;
+        c.Height = rows;
+        return d.cuMemcpy2DAsync(&c, stream);
+    });
     if (!r) r = with_context(tl_device, [&] { return d.cuStreamSynchronize(stream); });
     if (!r && block.first) std::memcpy(host, block.first, bytes);
     pinned_release(block);
-    check(r, where + "copy to host of " + std::to_string(bytes) + " bytes");
+    check(r, where + "copy to host of " + std::to_string(rows) + " x " + std::to_string(row_bytes) +
+                 " bytes (" + std::to_string(pitch) + " bytes apart)");
 }
 
 namespace {

@@ -69,6 +69,10 @@ Capture capture_status();
 // Copies `bytes` from device memory to host memory on the current stream
 // and waits for that stream only (not the whole device).
 void copy_to_host_and_wait(void *host, uint64_t device_ptr, size_t bytes);
+// The same for `rows` rows of `row_bytes` bytes, `pitch` bytes apart on the
+// device (pitch >= row_bytes), packed on the host: one strided copy.
+void copy_rows_to_host_and_wait(void *host, uint64_t device_ptr, size_t pitch, size_t row_bytes,
+                                size_t rows);
 
 // Copies `bytes` between two GPUs' memory peer to peer (NVLink or PCIe; the
 // driver stages through the host only where the hardware has no peer path)

@@ -14,12 +14,13 @@ namespace fusedconv::detail {
 
 // Per sample n of a contiguous 4D or 5D tensor (N, C, H, W) or (N, C, D,
 // H, W), on either device: whether t[n] holds a NaN. Throws Error naming the
-// shape of a tensor of other rank. On the GPU: one small kernel on the
-// current device and stream (cuda::Scope), and N int32 counts copied to the
-// host on that stream (so the call waits for that stream). `probe`: which
-// elements the check reads, all of them or the first of each (sample,
-// channel) (for results where a NaN anywhere in a sample's group of channels
-// makes every element of the group NaN, as p83's GroupNorm does).
+// shape of a tensor of other rank. `probe`: which elements the check reads,
+// all of them or the first of each (sample, channel) (for results where a
+// NaN anywhere in a sample's group of channels makes every element of the
+// group NaN, as p83's GroupNorm does). On the GPU, on the current device and
+// stream (cuda::Scope), so the call waits for that stream: every element,
+// one small kernel and N int32 counts copied to the host; the first of each
+// channel, those N x C floats copied to the host by one strided copy.
 enum class NanProbe { EveryElement, FirstOfEachChannel };
 std::vector<bool> nan_per_sample(const Tensor &t, NanProbe probe = NanProbe::EveryElement);
 
