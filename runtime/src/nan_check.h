@@ -20,7 +20,9 @@ namespace fusedconv::detail {
 // group NaN, as p83's GroupNorm does). On the GPU, on the current device and
 // stream (cuda::Scope), so the call waits for that stream: every element,
 // one small kernel and N int32 counts copied to the host; the first of each
-// channel, those N x C floats copied to the host by one strided copy.
+// channel, those N x C floats copied to the host by one strided copy (or,
+// for channels more than 2 GiB apart, which that copy cannot stride, by the
+// kernel).
 enum class NanProbe { EveryElement, FirstOfEachChannel };
 std::vector<bool> nan_per_sample(const Tensor &t, NanProbe probe = NanProbe::EveryElement);
 
