@@ -301,6 +301,12 @@ int64_t count_nan(const HostTensor &t) {
     return std::count_if(t.values.begin(), t.values.end(), [](double x) { return std::isnan(x); });
 }
 
+// Sample n of a flattened result of `samples` samples.
+std::vector<float> sample_of(const std::vector<float> &v, int64_t n, int64_t samples) {
+    const size_t per_sample = v.size() / samples;
+    return std::vector<float>(v.begin() + n * per_sample, v.begin() + (n + 1) * per_sample);
+}
+
 TEST_P(Numerics, InfinitiesInP25BehaveLikePyTorch) {
     Conv2dMinTanhTanh m(3, 5, 3, choice(), 41);
     Tensor in = random_tensor({2, 3, 9, 10}, 42);
@@ -377,11 +383,7 @@ TEST_P(WinogradFallbackOnDevice, P32RecomputesOnlyTheSamplesWhoseWinogradResultH
     };
     const std::vector<float> winograd = one_form(true), direct = one_form(false);
     const std::vector<float> got = m.forward(x).to_vector();
-    const size_t out_per_sample = got.size() / samples;
-    auto sample = [&](const std::vector<float> &v, int64_t n) {
-        return std::vector<float>(v.begin() + n * out_per_sample,
-                                  v.begin() + (n + 1) * out_per_sample);
-    };
+    auto sample = [&](const std::vector<float> &v, int64_t n) { return sample_of(v, n, samples); };
     auto same_bits = [](const std::vector<float> &a, const std::vector<float> &b) {
         return std::equal(a.begin(), a.end(), b.begin(), [](float p, float q) {
             return std::memcmp(&p, &q, sizeof p) == 0 || (std::isnan(p) && std::isnan(q));
@@ -449,11 +451,7 @@ TEST(WinogradFallbackOnGpu, P83RecomputesOnlyTheSamplesWhoseWinogradResultHasNaN
     };
     const std::vector<float> winograd = one_form(true), direct = one_form(false);
     const std::vector<float> got = m.forward(x).to_vector();
-    const size_t out_per_sample = got.size() / samples;
-    auto sample = [&](const std::vector<float> &v, int64_t n) {
-        return std::vector<float>(v.begin() + n * out_per_sample,
-                                  v.begin() + (n + 1) * out_per_sample);
-    };
+    auto sample = [&](const std::vector<float> &v, int64_t n) { return sample_of(v, n, samples); };
     for (int64_t n = 0; n < samples; ++n) {
         SCOPED_TRACE("sample " + std::to_string(n));
         EXPECT_EQ(count_nan(sample(winograd, n)) > 0, n == 1);
