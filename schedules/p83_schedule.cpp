@@ -24,9 +24,10 @@ namespace {
 // measured 4x slower. NVIDIA H200, default shape: 1.11 ms with the direct
 // conv (ncu, 2026-11-22: weight copy 3 us, conv 0.64 ms at 43% of the
 // float32 peak, column statistics 0.13 ms, group statistics 0.03, output
-// 0.28 at 3.0 TB/s), 1.02 with F(4x4, 3x3) (2026-11-26); H100: 0.99 with the
-// statistics in the conv kernel (2026-11-27). schedules/NOTES.md has the
-// alternatives measured at each stage.
+// 0.28 at 3.0 TB/s), 1.02 with F(4x4, 3x3) (2026-11-26); H100: 0.94 with the
+// statistics in the conv kernel and its input channels unrolled by 3
+// (fusedconv_bench, 2026-11-27). schedules/NOTES.md has the alternatives
+// measured at each stage.
 void gpu_conv_direct(P83Pipeline &p, const P83Params &t) {
     blocks::V v;
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), yii("yii"), co("co"), ci("ci");
@@ -104,9 +105,10 @@ void gpu_conv_direct(P83Pipeline &p, const P83Params &t) {
 // issue 45%, FMA pipe 29%: the transforms, staging and copy issue as many
 // instructions as the 9 (depth tap, channel) pairs' products). With the
 // statistics' pieces in this kernel (gpu_xy_stats_in_conv) and blocks of 16
-// x 1 tiles, the defaults: p83 0.952-0.954 ms against 1.092-1.095 with the
-// column kernel and 8 x 2 tiles (H100, bench/tune, one call): the kernel
-// grows by less than the column kernel took.
+// x 1 tiles: p83 0.952-0.954 ms against 1.092-1.095 with the column kernel
+// and 8 x 2 tiles (H100, bench/tune, one call): the kernel grows by less
+// than the column kernel took. With the input channels unrolled by 3 (the
+// defaults): 0.930-0.936 ms, the best of 18 points around them (H100).
 void gpu_conv_xy(P83Pipeline &p, const P83Params &t) {
     blocks::V v;
     const Conv3dXYShape xy = t.xy_shape(p.xy_max_cin);
