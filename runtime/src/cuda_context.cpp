@@ -438,8 +438,10 @@ void copy_rows_to_host_and_wait(void *host, uint64_t device_ptr, size_t pitch, s
     if (!r) r = with_context(tl_device, [&] { return d.cuStreamSynchronize(stream); });
     if (!r && block.first) std::memcpy(host, block.first, bytes);
     pinned_release(block);
-    check(r, where + "copy to host of " + std::to_string(rows) + " x " + std::to_string(row_bytes) +
-                 " bytes (" + std::to_string(pitch) + " bytes apart)");
+    check(r, where + "copy to host of " +
+                 (rows == 1 ? std::to_string(bytes) + " bytes"
+                            : std::to_string(rows) + " x " + std::to_string(row_bytes) +
+                                  " bytes (" + std::to_string(pitch) + " bytes apart)"));
 }
 
 namespace {
