@@ -1,0 +1,177 @@
+#include "mma_splice.h"
+
+#include <regex>
+#include <stdexcept>
+#include <vector>
+
+namespace tc_probe {
+namespace {
+
+struct CallSite {
+    size_t begin = 0, end = 0;       // the call's `{ // callseq N, 0 ... } // callseq N` block
+    int number = 0;                  // N, for messages
+    std::string family;              // "8s" or "8"
+    int elem = 0;                    // which element of D it returns
+    std::vector<std::string> args;   // operands without the anchor: registers or immediates
+    std::string result;              // the register receiving the element
+};
+
+size_t operand_count(const std::string &family) { return family == "8s" ? 14 : 10; }
+
+std::vector<CallSite> find_calls(const std::string &ptx) {
+    static const std::regex block(R"(\{ // callseq (\d+), 0\n([\s\S]*?)\} // callseq \1\n)");
+    static const std::regex callee(R"(call\.uni \(retval0\),\s*fc_mma(8s?)_d([0-3]),)");
+    static const std::regex param(R"(st\.param\.[bf]32\s+\[param(\d+)\+0\],\s*([^;]+);)");
+    static const std::regex result(R"(ld\.param\.f32\s+([^,]+),\s*\[retval0\+0\];)");
+    std::vector<CallSite> sites;
+    for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), block); it != std::sregex_iterator(); ++it) {
+        const std::string body = (*it)[2];
+        std::smatch m;
+        if (!std::regex_search(body, m, callee)) continue;
+        CallSite s;
+        s.begin = static_cast<size_t>(it->position(0));
+        s.end = s.begin + static_cast<size_t>(it->length(0));
+        s.number = std::stoi((*it)[1]);
+        s.family = m[1];
+        s.elem = std::stoi(m[2]);
+        const size_t n = operand_count(s.family);
+        s.args.assign(n, "");
+        for (auto p = std::sregex_iterator(body.begin(), body.end(), param); p != std::sregex_iterator(); ++p) {
+            const size_t k = std::stoul((*p)[1]);
+            if (k > n)
+                throw std::runtime_error("callseq " + std::to_string(s.number) + ": fc_mma" + s.family +
+                                         " has a parameter " + std::to_string(k) + " past its " +
+                                         std::to_string(n + 1));
+            if (k < n) s.args[k] = (*p)[2];
+        }
+        for (size_t k = 0; k < n; k++)
+            if (s.args[k].empty())
+                throw std::runtime_error("callseq " + std::to_string(s.number) + ": fc_mma" + s.family +
+                                         " without operand " + std::to_string(k));
+        if (!std::regex_search(body, m, result))
+            throw std::runtime_error("callseq " + std::to_string(s.number) + ": fc_mma result not read");
+        s.result = m[1];
+        sites.push_back(s);
+    }
+    return sites;
+}
+
+// Whether the instructions between two calls of a group let the group run at its first call:
+// each line a plain instruction (no label, branch, predicate, store, call, barrier or
+// warp-level operation) whose destinations (its first operand, or a leading {vector}) are none
+// of the group's operands, and that names none of the results of the group's calls still to
+// come.
+bool gap_allows_move(const std::string &gap, const std::vector<std::string> &operands,
+                     const std::vector<std::string> &later_results) {
+    static const std::regex reg(R"(%[A-Za-z_][A-Za-z0-9_]*)");
+    static const char *const barred[] = {"st.", "bra", "bar", "call", "ret", "atom", "red",
+                                         "mma", "shfl", "vote", "membar", "fence", "exit"};
+    size_t start = 0;
+    while (start < gap.size()) {
+        size_t nl = gap.find('\n', start);
+        if (nl == std::string::npos) nl = gap.size();
+        std::string line = gap.substr(start, nl - start);
+        start = nl + 1;
+        const size_t comment = line.find("//");
+        if (comment != std::string::npos) line.resize(comment);
+        const size_t first = line.find_first_not_of(" \t");
+        if (first == std::string::npos) continue;
+        line = line.substr(first, line.find_last_not_of(" \t") - first + 1);
+        if (line[0] == '@' || line[0] == '{' || line[0] == '}' || line.back() != ';') return false;
+        const std::string opcode = line.substr(0, line.find_first_of(" \t"));
+        for (const char *b : barred)
+            if (opcode.rfind(b, 0) == 0) return false;
+        // The destinations: the first operand, or all of a leading {vector}.
+        const std::string rest = line.substr(opcode.size());
+        const size_t open = rest.find_first_not_of(" \t");
+        const size_t dest_end = open != std::string::npos && rest[open] == '{' ? rest.find('}') : rest.find(',');
+        for (auto it = std::sregex_iterator(rest.begin(), rest.end(), reg); it != std::sregex_iterator(); ++it) {
+            for (const auto &r : later_results)
+                if (it->str() == r) return false;
+            if (static_cast<size_t>(it->position(0)) < dest_end)
+                for (const auto &o : operands)
+                    if (it->str() == o) return false;
+        }
+    }
+    return true;
+}
+
+// The inline replacement of one group: operands copied into registers of a scope of its own
+// (the placeholders' operands may be immediates), B (and for "8", A) split into tf32 high and
+// low parts, three mma.sync, the four elements copied to the calls' result registers.
+std::string replacement(const CallSite &first, const std::string (&results)[4]) {
+    const auto &a = first.args;
+    const bool presplit = first.family == "8s";
+    std::string t = "{ // a tensor-core step: 3xTF32 mma.sync.m16n8k8\n"
+                    "\t.reg .b32 %tch<6>, %tcl<6>, %tca<8>;\n"
+                    "\t.reg .f32 %tcx<6>, %tcc<4>, %tcd<4>;\n";
+    for (int k = 0; k < 4; k++) t += "\tmov.f32 %tcc" + std::to_string(k) + ", " + a[k] + ";\n";
+    auto split = [&t](const std::string &src, int k) {
+        const std::string K = std::to_string(k);
+        t += "\tmov.f32 %tcx" + K + ", " + src + ";\n";
+        t += "\tcvt.rna.tf32.f32 %tch" + K + ", %tcx" + K + ";\n";
+        t += "\tsub.f32 %tcx" + K + ", %tcx" + K + ", %tch" + K + ";\n";
+        t += "\tcvt.rna.tf32.f32 %tcl" + K + ", %tcx" + K + ";\n";
+    };
+    std::string ah, al;
+    if (presplit) {
+        for (int k = 0; k < 8; k++) t += "\tmov.b32 %tca" + std::to_string(k) + ", " + a[4 + k] + ";\n";
+        ah = "{%tca0, %tca1, %tca2, %tca3}";
+        al = "{%tca4, %tca5, %tca6, %tca7}";
+    } else {
+        for (int k = 0; k < 4; k++) split(a[4 + k], k);
+        ah = "{%tch0, %tch1, %tch2, %tch3}";
+        al = "{%tcl0, %tcl1, %tcl2, %tcl3}";
+    }
+    const size_t b = presplit ? 12 : 8;
+    split(a[b], 4);
+    split(a[b + 1], 5);
+    const std::string bh = "{%tch4, %tch5}", bl = "{%tcl4, %tcl5}";
+    const std::string op = "\tmma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%tcd0, %tcd1, %tcd2, %tcd3}, ";
+    t += op + al + ", " + bh + ", {%tcc0, %tcc1, %tcc2, %tcc3};\n";
+    t += op + ah + ", " + bl + ", {%tcd0, %tcd1, %tcd2, %tcd3};\n";
+    t += op + ah + ", " + bh + ", {%tcd0, %tcd1, %tcd2, %tcd3};\n";
+    for (int k = 0; k < 4; k++) t += "\tmov.f32 " + results[k] + ", %tcd" + std::to_string(k) + ";\n";
+    return t + "}\n";
+}
+
+}  // namespace
+
+std::string splice_mma(const std::string &ptx, int *groups) {
+    static const std::regex decl(
+        R"(\.extern \.func\s*\(\.param \.b32 func_retval0\) fc_mma8s?_d[0-3]\s*\([^)]*\)\s*;)");
+    const std::string text = std::regex_replace(ptx, decl, "");
+    const std::vector<CallSite> sites = find_calls(text);
+    std::string out;
+    size_t pos = 0;
+    int count = 0;
+    for (size_t i = 0; i < sites.size(); i += 4) {
+        std::string results[4];
+        size_t j = i;
+        for (; j < sites.size() && j < i + 4; j++) {
+            const CallSite &s = sites[j];
+            if (s.family != sites[i].family || s.args != sites[i].args || !results[s.elem].empty()) break;
+            if (j > i) {
+                std::vector<std::string> later;
+                for (size_t q = j; q < sites.size() && q < i + 4; q++) later.push_back(sites[q].result);
+                if (!gap_allows_move(text.substr(sites[j - 1].end, s.begin - sites[j - 1].end), sites[i].args, later))
+                    break;
+            }
+            results[s.elem] = s.result;
+        }
+        if (j != i + 4)
+            throw std::runtime_error("callseq " + std::to_string(sites[j < sites.size() ? j : i].number) +
+                                     ": fc_mma" + sites[i].family + " calls are not in groups of d0..d3 with "
+                                     "the same operands and movable instructions between them");
+        out += text.substr(pos, sites[i].begin - pos) + replacement(sites[i], results);
+        pos = sites[i + 3].end;
+        count++;
+    }
+    out += text.substr(pos);
+    if (out.find("fc_mma") != std::string::npos)
+        throw std::runtime_error("a reference to fc_mma is left that is not a placeholder call");
+    if (groups) *groups = count;
+    return out;
+}
+
+}  // namespace tc_probe

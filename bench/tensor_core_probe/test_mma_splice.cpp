@@ -1,0 +1,170 @@
+// splice_mma (mma_splice.h) on call sites written as LLVM's NVPTX backend writes them, and on the
+// probe's own PTX from Halide 14 (checked by ptxas when the CUDA toolkit is there).
+#include "mma_splice.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+using tc_probe::splice_mma;
+
+// One placeholder call as the NVPTX backend emits it: operands stored to params, the anchor
+// last, the result loaded into `result`.
+std::string call_site(int number, const std::string &family, int elem, const std::vector<std::string> &operands,
+                      const std::string &result) {
+    std::string n = std::to_string(number), s = "\t{ // callseq " + n + ", 0\n\t.reg .b32 temp_param_reg;\n";
+    std::vector<std::string> all = operands;
+    all.push_back("%f99");  // the anchor
+    for (size_t k = 0; k < all.size(); k++) {
+        s += "\t.param .b32 param" + std::to_string(k) + ";\n";
+        s += "\tst.param.f32 \t[param" + std::to_string(k) + "+0], " + all[k] + ";\n";
+    }
+    s += "\t.param .b32 retval0;\n\tcall.uni (retval0), \n\tfc_mma" + family + "_d" + std::to_string(elem) +
+         ", \n\t(\n";
+    for (size_t k = 0; k < all.size(); k++) s += "\tparam" + std::to_string(k) + (k + 1 < all.size() ? ", \n" : "\n");
+    s += "\t);\n\tld.param.f32 \t" + result + ", [retval0+0];\n\t} // callseq " + n + "\n";
+    return s;
+}
+
+std::string declaration(const std::string &family, int elem, size_t params) {
+    std::string name = "fc_mma" + family + "_d" + std::to_string(elem);
+    std::string s = ".extern .func  (.param .b32 func_retval0) " + name + "\n(\n";
+    for (size_t k = 0; k < params; k++)
+        s += "\t.param .b32 " + name + "_param_" + std::to_string(k) + (k + 1 < params ? ",\n" : "\n");
+    return s + ")\n;\n";
+}
+
+std::vector<std::string> operands(size_t n) {
+    std::vector<std::string> v;
+    for (size_t k = 0; k < n; k++) v.push_back("%f" + std::to_string(10 + k));
+    return v;
+}
+
+// A module with one group of four calls (elements in `order`) and `gaps[i]` before call i.
+std::string module(const std::string &family, const std::vector<int> &order, const std::vector<std::string> &gaps = {},
+                   std::vector<std::vector<std::string>> ops = {}) {
+    const size_t n = family == "8s" ? 14 : 10;
+    std::string s = ".version 7.0\n.target sm_80\n.address_size 64\n";
+    for (int e = 0; e < 4; e++) s += declaration(family, e, n + 1);
+    s += ".visible .entry k()\n{\n\t.reg .f32 %f<100>;\n\tmov.f32 \t%f1, 0f3F800000;\n";
+    for (size_t i = 0; i < order.size(); i++) {
+        if (i < gaps.size()) s += gaps[i];
+        s += call_site(static_cast<int>(i), family, order[i], i < ops.size() ? ops[i] : operands(n),
+                       "%f" + std::to_string(60 + order[i]));
+    }
+    return s + "\tret;\n}\n";
+}
+
+int count(const std::string &s, const std::string &what) {
+    int n = 0;
+    for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) n++;
+    return n;
+}
+
+TEST(MmaSplice, GroupOfFourBecomesThreeMma) {
+    int groups = 0;
+    const std::string out = splice_mma(module("8", {0, 1, 2, 3}), &groups);
+    EXPECT_EQ(groups, 1);
+    EXPECT_EQ(count(out, "fc_mma"), 0);
+    EXPECT_EQ(count(out, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), 3);
+    // The accumulator's operands, the split of A's and B's six registers, the four results.
+    for (int k = 0; k < 10; k++) EXPECT_EQ(count(out, ", %f" + std::to_string(10 + k) + ";"), 1) << k;
+    EXPECT_EQ(count(out, "cvt.rna.tf32.f32"), 12);
+    for (int e = 0; e < 4; e++) EXPECT_EQ(count(out, "mov.f32 %f" + std::to_string(60 + e) + ", %tcd"), 1) << e;
+    // A_lo B_hi first, onto C; then A_hi B_lo and A_hi B_hi onto D.
+    const size_t first = out.find("{%tcl0, %tcl1, %tcl2, %tcl3}, {%tch4, %tch5}, {%tcc0");
+    const size_t second = out.find("{%tch0, %tch1, %tch2, %tch3}, {%tcl4, %tcl5}, {%tcd0");
+    const size_t third = out.find("{%tch0, %tch1, %tch2, %tch3}, {%tch4, %tch5}, {%tcd0");
+    EXPECT_TRUE(first < second && second < third && third != std::string::npos);
+}
+
+TEST(MmaSplice, PresplitTakesAAsGivenAndImmediates) {
+    std::vector<std::string> ops = operands(14);
+    ops[0] = "0f00000000";  // a zero accumulator
+    ops[4] = "0f3F800000";  // a_hi0 as an immediate
+    const std::string out = splice_mma(module("8s", {2, 0, 3, 1}, {}, {ops, ops, ops, ops}));
+    EXPECT_EQ(count(out, "mma.sync.aligned.m16n8k8"), 3);
+    EXPECT_EQ(count(out, "cvt.rna.tf32.f32"), 4);  // B only
+    EXPECT_EQ(count(out, "mov.f32 %tcc0, 0f00000000;"), 1);
+    EXPECT_EQ(count(out, "mov.b32 %tca0, 0f3F800000;"), 1);
+    EXPECT_EQ(count(out, "mov.b32 %tca4, %f18;"), 1);  // a_lo0 is operand 8
+}
+
+TEST(MmaSplice, InstructionsBetweenCallsThatMayMove) {
+    // Storing d0's element elsewhere, and unrelated arithmetic, between the calls.
+    const std::vector<std::string> gaps = {"", "\tselp.f32 \t%f70, %f8, %f60, %p1;\n"
+                                           "\tld.global.nc.v2.f32 \t{%f72, %f73}, [%rd8];\n",
+                                           "\tadd.f32 \t%f71, %f1, %f1;  // a comment\n", ""};
+    int groups = 0;
+    EXPECT_NO_THROW(splice_mma(module("8", {0, 1, 2, 3}, gaps), &groups));
+    EXPECT_EQ(groups, 1);
+}
+
+TEST(MmaSplice, RefusesGroupsItCannotReplace) {
+    const std::vector<std::string> writes_operand = {"", "\tadd.f32 \t%f12, %f1, %f1;\n"};
+    const std::vector<std::string> reads_later_result = {"", "\tadd.f32 \t%f70, %f63, %f1;\n"};
+    const std::vector<std::string> vector_writes_operand = {"", "\tld.global.nc.v4.f32 \t{%f40, %f15, %f41, %f42}, [%rd8];\n"};
+    const std::vector<std::string> branch = {"", "\t@%p1 bra \tLBB0_2;\n"};
+    const std::vector<std::string> label = {"", "LBB0_2:\n"};
+    std::vector<std::string> other = operands(10);
+    other[9] = "%f50";
+    for (const std::string &ptx : {module("8", {0, 1, 2}),                        // d3 missing
+                                   module("8", {0, 1, 1, 3}),                     // d1 twice
+                                   module("8", {0, 1, 2, 3}, writes_operand),      // an operand changes
+                                   module("8", {0, 1, 2, 3}, reads_later_result),  // d3's register read early
+                                   module("8", {0, 1, 2, 3}, vector_writes_operand),
+                                   module("8", {0, 1, 2, 3}, branch),
+                                   module("8", {0, 1, 2, 3}, label),
+                                   module("8", {0, 1, 2, 3}, {}, {operands(10), operands(10), other, operands(10)})})
+        EXPECT_THROW(splice_mma(ptx), std::runtime_error);
+}
+
+TEST(MmaSplice, ModulesWithoutPlaceholdersAreUnchanged) {
+    const std::string ptx = ".version 7.0\n.target sm_80\n.visible .entry k()\n{\n\tret;\n}\n";
+    int groups = -1;
+    EXPECT_EQ(splice_mma(ptx, &groups), ptx);
+    EXPECT_EQ(groups, 0);
+}
+
+// The probe's PTX as Halide 14 writes it, from its lowered statement.
+std::string probe_ptx(const char *stmt_path) {
+    std::ifstream f(stmt_path);
+    if (!f) throw std::runtime_error(std::string("cannot read ") + stmt_path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    std::string s = ss.str();
+    s.erase(std::remove(s.begin(), s.end(), '\0'), s.end());
+    const size_t begin = s.find(".version"), end = s.rfind("// -- End function\n}\n");
+    if (begin == std::string::npos || end == std::string::npos || end < begin)
+        throw std::runtime_error(std::string("no PTX module in ") + stmt_path);
+    return s.substr(begin, end + 21 - begin);
+}
+
+void check_probe(const char *stmt_path) {
+    int groups = 0;
+    const std::string out = splice_mma(probe_ptx(stmt_path), &groups);
+    EXPECT_EQ(groups, 36);  // one step of each of the 36 points a pass of the loop
+    EXPECT_EQ(count(out, "mma.sync.aligned.m16n8k8"), 3 * 36);
+    const std::string ptxas = TC_PTXAS;
+    if (ptxas.empty()) {
+        printf("ptxas not found: the spliced module is not assembled\n");
+        return;
+    }
+    const std::string path = testing::TempDir() + "tc_probe_spliced.ptx";
+    std::ofstream(path) << out;
+    EXPECT_EQ(std::system((ptxas + " -arch=sm_90 " + path + " -o /dev/null").c_str()), 0) << path;
+}
+
+TEST(MmaSplice, ProbePresplit) { check_probe(TC_PROBE_PRESPLIT_STMT); }
+TEST(MmaSplice, ProbeSplit) { check_probe(TC_PROBE_SPLIT_STMT); }
+
+}  // namespace
