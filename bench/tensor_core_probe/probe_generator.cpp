@@ -18,6 +18,12 @@ class TensorCoreProbe : public Generator<TensorCoreProbe> {
 public:
     // true: U comes as (tf32, remainder) pairs (fc_mma8s); false: the kernel splits it (fc_mma8).
     GeneratorParam<bool> presplit{"presplit", true};
+    // The points a warp sums, and its blocks of 16 output channels x 8 tiles (the sums take
+    // 4 x points x m_blocks x n_blocks registers a lane). 36 x 1 x 1 is the fused kernels' shape;
+    // fewer points and more blocks reuse each loaded operand m_blocks or n_blocks times.
+    GeneratorParam<int> points{"points", 36, 1, 36};
+    GeneratorParam<int> m_blocks{"m_blocks", 1, 1, 4};
+    GeneratorParam<int> n_blocks{"n_blocks", 1, 1, 4};
 
     // U's fragments: uf(q, lane, cg, ks, p), q 0-3 the lane's A elements (a0..a3 of
     // mma_splice.h), with presplit their tf32 values and q 4-7 the remainders; cg a group of 16
@@ -35,7 +41,10 @@ public:
         r = RDom(0, vf.dim(3).extent(), 0, reps, "r");
         uw(q, l, cg, ks, p) = uf(q, l, cg, ks, p);
         vw(q, l, tg, ks, p) = vf(q, l, tg, ks, p);
-        acc(l, p, tg, cg) = Tuple(0.f, 0.f, 0.f, 0.f);
+        // acc(l, p, mi, ni, tg, cg): block (mi, ni) of the warp's; uf's and vf's groups are
+        // cg * m_blocks + mi and tg * n_blocks + ni.
+        Expr cgg = cg * m_blocks + mi, tgg = tg * n_blocks + ni;
+        acc(l, p, mi, ni, tg, cg) = Tuple(0.f, 0.f, 0.f, 0.f);
         // Halide 14's SplitTuples looks for the Func's own components only outside call
         // arguments, so it would store the four new values one after another, each call reading
         // components already updated. The old components bound in lets, each used twice (as an
@@ -47,27 +56,35 @@ public:
             std::vector<Expr> args, old;
             for (int j = 0; j < 4; j++) old.push_back(Variable::make(Float(32), "old" + std::to_string(j)));
             args = old;
-            for (int j = 0; j < nu; j++) args.push_back(uw(j, l, cg, r.x, p));
-            for (int j = 0; j < 2; j++) args.push_back(vw(j, l, tg, r.x, p));
+            for (int j = 0; j < nu; j++) args.push_back(uw(j, l, cgg, r.x, p));
+            for (int j = 0; j < 2; j++) args.push_back(vw(j, l, tgg, r.x, p));
             args.push_back(old[0] + old[1] + old[2] + old[3]);
             const std::string family = presplit ? "fc_mma8s_d" : "fc_mma8_d";
             Expr v = Call::make(Float(32), family + std::to_string(e), args, Call::PureExtern);
-            for (int j = 3; j >= 0; j--) v = Let::make("old" + std::to_string(j), acc(l, p, tg, cg)[j], v);
+            for (int j = 3; j >= 0; j--) v = Let::make("old" + std::to_string(j), acc(l, p, mi, ni, tg, cg)[j], v);
             vals.push_back(v);
         }
-        acc(l, p, tg, cg) = Tuple(vals);
-        out(e, l, p, tg, cg) = select(e == 0, acc(l, p, tg, cg)[0], e == 1, acc(l, p, tg, cg)[1],
-                                      e == 2, acc(l, p, tg, cg)[2], acc(l, p, tg, cg)[3]);
+        acc(l, p, mi, ni, tg, cg) = Tuple(vals);
+        // out(e, lane, p, tile group, channel group), whatever the blocks.
+        FuncRef a = acc(l, p, cg % m_blocks, tg % n_blocks, tg / n_blocks, cg / m_blocks);
+        out(e, l, p, tg, cg) = select(e == 0, a[0], e == 1, a[1], e == 2, a[2], a[3]);
     }
 
     void schedule() {
         const int nu = presplit ? 8 : 4;
         // One warp a block, a lane per fragment slot; the points unrolled so that the sums stay
         // in registers (144 at 36 points).
-        out.bound(e, 0, 4).bound(l, 0, 32).bound(p, 0, 36);
-        out.reorder(e, p, l, tg, cg).unroll(e).unroll(p).gpu_blocks(tg, cg).gpu_lanes(l);
-        acc.compute_at(out, l).store_in(MemoryType::Register).unroll(p);
-        acc.update().reorder(p, r.x, r.y).unroll(p);
+        Var tgo("tgo"), cgo("cgo");
+        out.bound(e, 0, 4).bound(l, 0, 32).bound(p, 0, points);
+        // Whole warps' blocks only (tc_probe checks the sizes), so that a warp's groups are
+        // tgo * n_blocks + ni exactly and its sums' indices constants.
+        out.dim(3).set_min(0).set_extent(out.dim(3).extent() / n_blocks * n_blocks);
+        out.dim(4).set_min(0).set_extent(out.dim(4).extent() / m_blocks * m_blocks);
+        out.split(tg, tgo, ni, n_blocks, TailStrategy::RoundUp).split(cg, cgo, mi, m_blocks, TailStrategy::RoundUp)
+            .reorder(e, p, ni, mi, l, tgo, cgo).unroll(e).unroll(p).unroll(ni).unroll(mi)
+            .gpu_blocks(tgo, cgo).gpu_lanes(l);
+        acc.compute_at(out, l).store_in(MemoryType::Register).unroll(p).unroll(mi).unroll(ni);
+        acc.update().reorder(p, mi, ni, r.x, r.y).unroll(p).unroll(mi).unroll(ni);
         // Each point's operands as 16-byte loads: U's 4 or 8 floats, V's row of 4 (2 used).
         Var qo("qo"), qi("qi");
         uw.compute_at(acc, p).bound(q, 0, nu).split(q, qo, qi, 4).unroll(qo).vectorize(qi)
@@ -85,7 +102,7 @@ public:
     }
 
 private:
-    Var q{"q"}, e{"e"}, l{"l"}, p{"p"}, tg{"tg"}, cg{"cg"}, ks{"ks"};
+    Var q{"q"}, e{"e"}, l{"l"}, p{"p"}, tg{"tg"}, cg{"cg"}, ks{"ks"}, mi{"mi"}, ni{"ni"};
     RDom r;
     Func uw{"uw"}, vw{"vw"}, acc{"acc"};
 };

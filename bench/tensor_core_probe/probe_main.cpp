@@ -20,6 +20,8 @@
 #include "mma_splice.h"
 #include "tc_probe_presplit.h"
 #include "tc_probe_split.h"
+#include "tc_probe_wide.h"
+#include "tc_probe_wider.h"
 
 namespace {
 
@@ -76,29 +78,43 @@ float tf32(float x) {
 int main(int argc, char **argv) {
     CLI::App app{"tc_probe: the Winograd product's inner loop on tensor cores (3xTF32 mma.sync), "
                  "spliced into Halide 14's PTX; see bench/tensor_core_probe/README.md"};
-    std::string mode = "check", operands = "presplit";
+    std::string mode = "check", kernel = "presplit";
     int tiles = 16384, cin = 8, cout_ = 128, reps = 64, runs = 10;
     app.add_option("mode", mode, "check (float64 comparison on small random operands) or bench")
         ->check(CLI::IsMember({"check", "bench"}));
-    app.add_option("--operands", operands, "presplit (U as tf32 and remainder) or split (in the kernel)")
-        ->check(CLI::IsMember({"presplit", "split"}));
+    app.add_option("--kernel", kernel,
+                   "presplit: 36 points a warp, one block of 16 channels x 8 tiles, U as tf32 and remainder; "
+                   "split: the same with U split in the kernel; wide: 9 points, 2 x 2 blocks; wider: 4 points, "
+                   "2 x 4 blocks (both U presplit)")
+        ->check(CLI::IsMember({"presplit", "split", "wide", "wider"}));
     app.add_option("--tiles", tiles, "tiles (a multiple of 8; bench)")->check(CLI::Range(8, 1 << 22));
     app.add_option("--cin", cin, "input channels (a multiple of 8; bench)")->check(CLI::Range(8, 4096));
     app.add_option("--cout", cout_, "output channels (a multiple of 16; bench)")->check(CLI::Range(16, 4096));
     app.add_option("--reps", reps, "passes over the input channels (bench)")->check(CLI::Range(1, 100000));
     app.add_option("--runs", runs, "timed runs (bench; the median is printed)")->check(CLI::Range(1, 1000));
     CLI11_PARSE(app, argc, argv);
-    if (mode == "check") tiles = 16, cin = 16, cout_ = 32, reps = 3;
-    if (tiles % 8 || cin % 8 || cout_ % 16) {
-        fprintf(stderr, "tc_probe: tiles %d, cin %d, cout %d: need multiples of 8, 8 and 16\n", tiles, cin, cout_);
+    if (mode == "check") tiles = 32, cin = 16, cout_ = 64, reps = 3;
+    // The libraries' shapes (CMakeLists.txt): points, blocks of 16 channels and of 8 tiles a warp.
+    struct Kernel {
+        int (*fn)(halide_buffer_t *, halide_buffer_t *, int, halide_buffer_t *);
+        int points, m_blocks, n_blocks;
+        bool presplit;
+    };
+    const Kernel k = kernel == "presplit" ? Kernel{tc_probe_presplit, 36, 1, 1, true}
+                     : kernel == "split"  ? Kernel{tc_probe_split, 36, 1, 1, false}
+                     : kernel == "wide"   ? Kernel{tc_probe_wide, 9, 2, 2, true}
+                                          : Kernel{tc_probe_wider, 4, 2, 4, true};
+    if (tiles % (8 * k.n_blocks) || cin % 8 || cout_ % (16 * k.m_blocks)) {
+        fprintf(stderr, "tc_probe: tiles %d, cin %d, cout %d: %s needs multiples of %d, 8 and %d\n", tiles, cin,
+                cout_, kernel.c_str(), 8 * k.n_blocks, 16 * k.m_blocks);
         return 2;
     }
     setenv("HL_CUDA_JIT_MAX_REGISTERS", "255", 0);
     halide_set_custom_get_library_symbol(get_symbol);
     halide_set_error_handler(on_halide_error);
 
-    const bool presplit = operands == "presplit";
-    const int P = 36, KS = cin / 8, CG = cout_ / 16, TG = tiles / 8, NU = presplit ? 8 : 4;
+    const bool presplit = k.presplit;
+    const int P = k.points, KS = cin / 8, CG = cout_ / 16, TG = tiles / 8, NU = presplit ? 8 : 4;
     Buffer<float> u(cin, cout_, P), v(tiles, cin, P);
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> dist(-1.f, 1.f);
@@ -116,7 +132,7 @@ int main(int argc, char **argv) {
     });
     uf.set_host_dirty();
     vf.set_host_dirty();
-    auto run = [&]() { return presplit ? tc_probe_presplit(uf, vf, reps, out) : tc_probe_split(uf, vf, reps, out); };
+    auto run = [&]() { return k.fn(uf, vf, reps, out); };
     if (int rc = run()) {
         fprintf(stderr, "tc_probe: the pipeline failed (%d): %s\n", rc, halide_message.c_str());
         return 1;
@@ -135,7 +151,7 @@ int main(int argc, char **argv) {
             }
             worst = std::max(worst, std::fabs(out(e, l, p, tg, cg) - reps * ref) / (reps * mag));
         });
-        printf("check (%s): largest error / sum of |terms| %.3g (float32 epsilon 5.96e-08)\n", operands.c_str(), worst);
+        printf("check (%s): largest error / sum of |terms| %.3g (float32 epsilon 5.96e-08)\n", kernel.c_str(), worst);
         return worst < 4e-6 ? 0 : 3;
     }
     std::vector<double> ms;
@@ -152,6 +168,6 @@ int main(int argc, char **argv) {
     const double med = ms[ms.size() / 2], macs = static_cast<double>(tiles) * cout_ * P * cin * reps;
     printf("bench (%s): %d tiles x %d output channels x %d points x %d input channels: %.3f ms (median of %d), "
            "%.1f TFLOP/s float32-equivalent, %.1f on the tensor cores\n",
-           operands.c_str(), tiles, cout_, P, cin * reps, med, runs, 2 * macs / med / 1e9, 6 * macs / med / 1e9);
+           kernel.c_str(), tiles, cout_, P, cin * reps, med, runs, 2 * macs / med / 1e9, 6 * macs / med / 1e9);
     return 0;
 }

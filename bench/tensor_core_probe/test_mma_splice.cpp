@@ -149,11 +149,12 @@ std::string probe_ptx(const char *stmt_path) {
     return s.substr(begin, end + 21 - begin);
 }
 
-void check_probe(const char *stmt_path) {
+// `steps`: the mma steps of one pass of the loop (points x blocks a warp).
+void check_probe(const char *stmt_path, int steps) {
     int groups = 0;
     const std::string out = splice_mma(probe_ptx(stmt_path), &groups);
-    EXPECT_EQ(groups, 36);  // one step of each of the 36 points a pass of the loop
-    EXPECT_EQ(count(out, "mma.sync.aligned.m16n8k8"), 3 * 36);
+    EXPECT_EQ(groups, steps);
+    EXPECT_EQ(count(out, "mma.sync.aligned.m16n8k8"), 3 * steps);
     const std::string ptxas = TC_PTXAS;
     if (ptxas.empty()) {
         printf("ptxas not found: the spliced module is not assembled\n");
@@ -164,7 +165,9 @@ void check_probe(const char *stmt_path) {
     EXPECT_EQ(std::system((ptxas + " -arch=sm_90 " + path + " -o /dev/null").c_str()), 0) << path;
 }
 
-TEST(MmaSplice, ProbePresplit) { check_probe(TC_PROBE_PRESPLIT_STMT); }
-TEST(MmaSplice, ProbeSplit) { check_probe(TC_PROBE_SPLIT_STMT); }
+TEST(MmaSplice, ProbePresplit) { check_probe(TC_PROBE_PRESPLIT_STMT, 36); }
+TEST(MmaSplice, ProbeSplit) { check_probe(TC_PROBE_SPLIT_STMT, 36); }
+TEST(MmaSplice, ProbeWide) { check_probe(TC_PROBE_WIDE_STMT, 9 * 2 * 2); }
+TEST(MmaSplice, ProbeWider) { check_probe(TC_PROBE_WIDER_STMT, 4 * 2 * 4); }
 
 }  // namespace
