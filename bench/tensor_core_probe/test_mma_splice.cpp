@@ -169,5 +169,8 @@ TEST(MmaSplice, ProbePresplit) { check_probe(TC_PROBE_PRESPLIT_STMT, 36); }
 TEST(MmaSplice, ProbeSplit) { check_probe(TC_PROBE_SPLIT_STMT, 36); }
 TEST(MmaSplice, ProbeWide) { check_probe(TC_PROBE_WIDE_STMT, 9 * 2 * 2); }
 TEST(MmaSplice, ProbeWider) { check_probe(TC_PROBE_WIDER_STMT, 4 * 2 * 4); }
+// The fused p25 kernel: a warp's 9 points x 2 tile blocks a step.
+TEST(MmaSplice, P25Presplit) { check_probe(TC_P25_PRESPLIT_STMT, 9 * 2); }
+TEST(MmaSplice, P25Split) { check_probe(TC_P25_SPLIT_STMT, 9 * 2); }
 
 }  // namespace
