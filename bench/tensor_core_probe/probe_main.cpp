@@ -1,79 +1,24 @@
-// Runs the tensor-core probe on the GPU: the placeholder calls of its kernels spliced into
-// mma.sync when the driver loads the module (the Halide runtime takes cuModuleLoadDataEx
-// through halide_get_library_symbol, which this program wraps), checked against float64 and
+// Runs the tensor-core probe's loop kernels on the GPU, their placeholder calls spliced into
+// mma.sync when the driver loads the module (driver_hooks.h): checked against float64, and
 // timed. README.md gives the figures measured with it.
-#include <dlfcn.h>
-
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <random>
 #include <string>
-#include <vector>
 
 #include "HalideBuffer.h"
 #include "HalideRuntime.h"
-#include "mma_splice.h"
+#include "driver_hooks.h"
 #include "tc_probe_presplit.h"
 #include "tc_probe_split.h"
 #include "tc_probe_wide.h"
 #include "tc_probe_wider.h"
 
-namespace {
-
 using Halide::Runtime::Buffer;
-using LoadDataEx = int (*)(void **, const void *, unsigned, int *, void **);
-LoadDataEx real_load = nullptr;
-int spliced_groups = -1;
-
-// cuModuleLoadDataEx with the PTX's placeholder calls spliced, and the JIT's error log printed.
-int load_spliced(void **module, const void *image, unsigned n, int *options, void **values) {
-    std::string ptx(static_cast<const char *>(image));
-    try {
-        ptx = tc_probe::splice_mma(ptx, &spliced_groups);
-    } catch (const std::exception &e) {
-        fprintf(stderr, "tc_probe: the module's tensor-core calls cannot be spliced: %s\n", e.what());
-        return 218;  // CUDA_ERROR_INVALID_PTX
-    }
-    static char log[16384];
-    std::vector<int> opts(options, options + n);
-    std::vector<void *> vals(values, values + n);
-    opts.push_back(5);  // CU_JIT_ERROR_LOG_BUFFER
-    vals.push_back(log);
-    opts.push_back(6);  // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
-    vals.push_back(reinterpret_cast<void *>(static_cast<uintptr_t>(sizeof(log))));
-    const int rc = real_load(module, ptx.c_str(), static_cast<unsigned>(opts.size()), opts.data(), vals.data());
-    if (rc != 0) fprintf(stderr, "tc_probe: the driver's JIT refused the spliced module (%d): %s\n", rc, log);
-    return rc;
-}
-
-void *get_symbol(void *lib, const char *name) {
-    void *s = dlsym(lib, name);
-    if (s && strcmp(name, "cuModuleLoadDataEx") == 0) {
-        real_load = reinterpret_cast<LoadDataEx>(s);
-        return reinterpret_cast<void *>(&load_spliced);
-    }
-    return s;
-}
-
-// Halide's errors (no CUDA driver, a failed launch) as messages and return codes, not an abort.
-std::string halide_message;
-void on_halide_error(void *, const char *msg) { halide_message = msg; }
-
-// Round to tf32 as cvt.rna.tf32.f32 does (nearest, ties away from zero).
-float tf32(float x) {
-    uint32_t b;
-    memcpy(&b, &x, 4);
-    b = (b + 0x1000u) & ~0x1FFFu;
-    memcpy(&x, &b, 4);
-    return x;
-}
-
-}  // namespace
+using tc_probe::halide_message;
+using tc_probe::round_to_tf32;
 
 int main(int argc, char **argv) {
     CLI::App app{"tc_probe: the Winograd product's inner loop on tensor cores (3xTF32 mma.sync), "
@@ -109,9 +54,7 @@ int main(int argc, char **argv) {
                 cout_, kernel.c_str(), 8 * k.n_blocks, 16 * k.m_blocks);
         return 2;
     }
-    setenv("HL_CUDA_JIT_MAX_REGISTERS", "255", 0);
-    halide_set_custom_get_library_symbol(get_symbol);
-    halide_set_error_handler(on_halide_error);
+    tc_probe::install_driver_hooks("tc_probe");
 
     const bool presplit = k.presplit;
     const int P = k.points, KS = cin / 8, CG = cout_ / 16, TG = tiles / 8, NU = presplit ? 8 : 4;
@@ -124,8 +67,8 @@ int main(int argc, char **argv) {
     Buffer<float> uf(NU, 32, CG, KS, P), vf(4, 32, TG, KS, P), out(4, 32, P, TG, CG);
     uf.for_each_element([&](int q, int l, int cg, int ks, int p) {
         const int j = q % 4, co = cg * 16 + l / 4 + ((j & 1) ? 8 : 0), c = ks * 8 + l % 4 + ((j & 2) ? 4 : 0);
-        const float x = u(c, co, p), hi = tf32(x);
-        uf(q, l, cg, ks, p) = !presplit ? x : q < 4 ? hi : tf32(x - hi);
+        const float x = u(c, co, p), hi = round_to_tf32(x);
+        uf(q, l, cg, ks, p) = !presplit ? x : q < 4 ? hi : round_to_tf32(x - hi);
     });
     vf.for_each_element([&](int q, int l, int tg, int ks, int p) {
         vf(q, l, tg, ks, p) = q < 2 ? v(tg * 8 + l / 4, ks * 8 + l % 4 + 4 * q, p) : 0.f;
@@ -134,11 +77,11 @@ int main(int argc, char **argv) {
     vf.set_host_dirty();
     auto run = [&]() { return k.fn(uf, vf, reps, out); };
     if (int rc = run()) {
-        fprintf(stderr, "tc_probe: the pipeline failed (%d): %s\n", rc, halide_message.c_str());
+        fprintf(stderr, "tc_probe: the pipeline failed (%d): %s\n", rc, halide_message().c_str());
         return 1;
     }
     out.copy_to_host();
-    printf("spliced groups: %d\n", spliced_groups);
+    printf("spliced groups: %d\n", tc_probe::spliced_groups());
     if (mode == "check") {
         // Each output against float64, relative to the sum of its terms' magnitudes.
         double worst = 0;
@@ -154,18 +97,12 @@ int main(int argc, char **argv) {
         printf("check (%s): largest error / sum of |terms| %.3g (float32 epsilon 5.96e-08)\n", kernel.c_str(), worst);
         return worst < 4e-6 ? 0 : 3;
     }
-    std::vector<double> ms;
-    for (int i = 0; i < runs + 3; i++) {
-        const auto t0 = std::chrono::steady_clock::now();
-        if (run() != 0 || halide_device_sync(nullptr, out.raw_buffer()) != 0) {
-            fprintf(stderr, "tc_probe: a timed run failed: %s\n", halide_message.c_str());
-            return 1;
-        }
-        const auto t1 = std::chrono::steady_clock::now();
-        if (i >= 3) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    const double med = tc_probe::median_ms(run, out.raw_buffer(), runs);
+    if (med < 0) {
+        fprintf(stderr, "tc_probe: a timed run failed: %s\n", halide_message().c_str());
+        return 1;
     }
-    std::sort(ms.begin(), ms.end());
-    const double med = ms[ms.size() / 2], macs = static_cast<double>(tiles) * cout_ * P * cin * reps;
+    const double macs = static_cast<double>(tiles) * cout_ * P * cin * reps;
     printf("bench (%s): %d tiles x %d output channels x %d points x %d input channels: %.3f ms (median of %d), "
            "%.1f TFLOP/s float32-equivalent, %.1f on the tensor cores\n",
            kernel.c_str(), tiles, cout_, P, cin * reps, med, runs, 2 * macs / med / 1e9, 6 * macs / med / 1e9);
