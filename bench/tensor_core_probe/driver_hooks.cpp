@@ -103,12 +103,4 @@ double median_ms(const std::function<int()> &run, halide_buffer_t *out, int runs
     return ms[ms.size() / 2];
 }
 
-float round_to_tf32(float x) {
-    uint32_t b;
-    memcpy(&b, &x, 4);
-    b = (b + 0x1000u) & ~0x1FFFu;
-    memcpy(&x, &b, 4);
-    return x;
-}
-
 }  // namespace tc_probe

@@ -29,7 +29,4 @@ const std::string &halide_message();
 // after 3 untimed calls; a negative value (with halide_message set) when a call fails.
 double median_ms(const std::function<int()> &run, halide_buffer_t *out, int runs);
 
-// x rounded to tf32 as cvt.rna.tf32.f32 does: to nearest, ties away from zero.
-float round_to_tf32(float x);
-
 }  // namespace tc_probe

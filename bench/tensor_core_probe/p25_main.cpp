@@ -12,12 +12,12 @@
 #include "HalideBuffer.h"
 #include "HalideRuntime.h"
 #include "driver_hooks.h"
+#include "host_fragments.h"
 #include "tc_p25_presplit.h"
 #include "tc_p25_split.h"
 
 using Halide::Runtime::Buffer;
 using tc_probe::halide_message;
-using tc_probe::round_to_tf32;
 
 int main(int argc, char **argv) {
     CLI::App app{"tc_p25: p25 (conv2d 3x3, 16 -> 64 channels, min over channels, tanh, tanh) as one fused "
@@ -40,20 +40,17 @@ int main(int argc, char **argv) {
     in.for_each_value([&](float &x) { x = unit(rng); });
     w.for_each_value([&](float &x) { x = taps(rng); });
     bias.for_each_value([&](float &x) { x = taps(rng); });
-    // u = G g G^T at point p = kx + 6 ky, as fragments (mma_splice.h): lane l, g = l / 4, t = l % 4.
+    // u = G g G^T at point p = kx + 6 ky, as fragments.
     const double G[6][3] = {{0.25, 0, 0}, {-1. / 6, -1. / 6, -1. / 6}, {-1. / 6, 1. / 6, -1. / 6},
                             {1. / 24, 1. / 12, 1. / 6}, {1. / 24, -1. / 12, 1. / 6}, {0, 0, 1}};
     Buffer<float> uf(presplit ? 8 : 4, 32, 4, 2, 36);
-    uf.for_each_element([&](int q, int l, int cg, int ks, int p) {
-        const int j = q % 4, co = cg * 16 + l / 4 + ((j & 1) ? 8 : 0), c = ks * 8 + l % 4 + ((j & 2) ? 4 : 0);
+    tc_probe::fill_u_fragments(uf, [&](int c, int co, int p) {
         double u = 0;
         for (int a = 0; a < 3; a++)
             for (int b = 0; b < 3; b++) u += G[p % 6][a] * G[p / 6][b] * w(a, b, c, co);
-        const float x = static_cast<float>(u), hi = round_to_tf32(x);
-        uf(q, l, cg, ks, p) = !presplit ? x : q < 4 ? hi : round_to_tf32(x - hi);
+        return static_cast<float>(u);
     });
     in.set_host_dirty();
-    uf.set_host_dirty();
     bias.set_host_dirty();
     auto run = [&]() { return presplit ? tc_p25_presplit(in, uf, bias, out) : tc_p25_split(in, uf, bias, out); };
     if (int rc = run()) {

@@ -14,14 +14,12 @@
 // memory a block: the launch needs the dynamic shared memory attribute raised (p25_main.cpp).
 // Not part of the library (README.md); it has no NaN handling.
 #include "Halide.h"
+#include "mma_step.h"
 #include "winograd.h"
 
 namespace {
 
 using namespace Halide;
-using Halide::Internal::Call;
-using Halide::Internal::Let;
-using Halide::Internal::Variable;
 using fusedconv::blocks::winograd_input_transform;
 using fusedconv::blocks::winograd_output_transform;
 
@@ -61,20 +59,11 @@ public:
         rk = RDom(0, 2, "rk");
         uw(q, lane, cg, ks2, p) = uf(q, lane, cg, ks2, p);  // u's fragments, loaded as vectors
         acc(t4, g8, pi, ni, w, r, bx, ty, n) = Tuple(0.f, 0.f, 0.f, 0.f);
-        std::vector<Expr> vals;
         Expr pp = 9 * w + pi;
-        for (int e = 0; e < 4; e++) {
-            std::vector<Expr> a;
-            for (int k = 0; k < 4; k++) a.push_back(Variable::make(Float(32), "old" + std::to_string(k)));
-            for (int q = 0; q < (presplit ? 8 : 4); q++) a.push_back(uw(q, t4 + 4 * g8, r, rk, pp));
-            for (int q = 0; q < 2; q++) a.push_back(vf(q, t4, g8, ni, rk, pp, bx, ty, n));
-            a.push_back(a[0] + a[1] + a[2] + a[3]);  // keeps the lets (probe_generator.cpp)
-            Expr v = Call::make(Float(32), (presplit ? "fc_mma8s_d" : "fc_mma8_d") + std::to_string(e), a,
-                                Call::PureExtern);
-            for (int k = 3; k >= 0; k--)
-                v = Let::make("old" + std::to_string(k), acc(t4, g8, pi, ni, w, r, bx, ty, n)[k], v);
-            vals.push_back(v);
-        }
+        std::vector<Expr> ua, vb;
+        for (int q = 0; q < u_row(); q++) ua.push_back(uw(q, t4 + 4 * g8, r, rk, pp));
+        for (int q = 0; q < 2; q++) vb.push_back(vf(q, t4, g8, ni, rk, pp, bx, ty, n));
+        const std::vector<Expr> vals = tc_probe::mma_step(acc(t4, g8, pi, ni, w, r, bx, ty, n), ua, vb);
         acc(t4, g8, pi, ni, w, r, bx, ty, n) = Tuple(vals);
         FuncRef a = acc(t4, g8, pi, ni, w, r, bx, ty, n);
         mfrag(e, t4, g8, pi, ni, w, r, bx, ty, n) = pick(e, {a[0], a[1], a[2], a[3]});
@@ -136,7 +125,7 @@ public:
         acc.compute_at(mfrag, t4).store_in(MemoryType::Register).unroll(pi).unroll(ni);
         acc.update().reorder(pi, ni, rk).unroll(pi).unroll(ni);
         Var qo("qo"), qi("qi");
-        const int nu = presplit ? 8 : 4;
+        const int nu = u_row();
         uw.compute_at(acc, pi).bound(q, 0, nu).split(q, qo, qi, 4).unroll(qo).vectorize(qi)
             .store_in(MemoryType::Register);
         uf.dim(0).set_min(0).set_stride(1).set_extent(nu);
@@ -152,6 +141,8 @@ public:
     }
 
 private:
+    int u_row() const { return presplit ? 8 : 4; }  // floats of u a lane and step
+
     Var x{"x"}, y{"y"}, n{"n"}, kx{"kx"}, ky{"ky"}, yy{"yy"}, tx{"tx"}, ty{"ty"}, ci{"ci"}, j{"j"},
         t4{"t4"}, g8{"g8"}, lane{"lane"}, tg{"tg"}, ks{"ks"}, p{"p"}, bx{"bx"}, pi{"pi"}, ni{"ni"}, w{"w"}, r{"r"},
         e{"e"}, c{"c"}, t{"t"}, i{"i"}, k4{"k4"}, c8{"c8"}, q{"q"}, ks2{"ks2"}, cg{"cg"};

@@ -6,13 +6,11 @@
 // channel loop runs `reps` times over the same channels, so that the operands stay in L1 and
 // the loop's own throughput is measured. Not part of the library (README.md).
 #include "Halide.h"
+#include "mma_step.h"
 
 namespace {
 
 using namespace Halide;
-using Halide::Internal::Call;
-using Halide::Internal::Let;
-using Halide::Internal::Variable;
 
 class TensorCoreProbe : public Generator<TensorCoreProbe> {
 public:
@@ -37,7 +35,6 @@ public:
     Output<Buffer<float, 5>> out{"out"};
 
     void generate() {
-        const int nu = presplit ? 8 : 4;
         r = RDom(0, vf.dim(3).extent(), 0, reps, "r");
         uw(q, l, cg, ks, p) = uf(q, l, cg, ks, p);
         vw(q, l, tg, ks, p) = vf(q, l, tg, ks, p);
@@ -45,25 +42,10 @@ public:
         // cg * m_blocks + mi and tg * n_blocks + ni.
         Expr cgg = cg * m_blocks + mi, tgg = tg * n_blocks + ni;
         acc(l, p, mi, ni, tg, cg) = Tuple(0.f, 0.f, 0.f, 0.f);
-        // Halide 14's SplitTuples looks for the Func's own components only outside call
-        // arguments, so it would store the four new values one after another, each call reading
-        // components already updated. The old components bound in lets, each used twice (as an
-        // operand and in the anchor, so that the simplifier keeps the let), show it the
-        // dependence: the four values are then computed before any is stored. The splice
-        // ignores the anchor, and ptxas drops its arithmetic.
-        std::vector<Expr> vals;
-        for (int e = 0; e < 4; e++) {
-            std::vector<Expr> args, old;
-            for (int j = 0; j < 4; j++) old.push_back(Variable::make(Float(32), "old" + std::to_string(j)));
-            args = old;
-            for (int j = 0; j < nu; j++) args.push_back(uw(j, l, cgg, r.x, p));
-            for (int j = 0; j < 2; j++) args.push_back(vw(j, l, tgg, r.x, p));
-            args.push_back(old[0] + old[1] + old[2] + old[3]);
-            const std::string family = presplit ? "fc_mma8s_d" : "fc_mma8_d";
-            Expr v = Call::make(Float(32), family + std::to_string(e), args, Call::PureExtern);
-            for (int j = 3; j >= 0; j--) v = Let::make("old" + std::to_string(j), acc(l, p, mi, ni, tg, cg)[j], v);
-            vals.push_back(v);
-        }
+        std::vector<Expr> ua, vb;
+        for (int j = 0; j < u_row(); j++) ua.push_back(uw(j, l, cgg, r.x, p));
+        for (int j = 0; j < 2; j++) vb.push_back(vw(j, l, tgg, r.x, p));
+        const std::vector<Expr> vals = tc_probe::mma_step(acc(l, p, mi, ni, tg, cg), ua, vb);
         acc(l, p, mi, ni, tg, cg) = Tuple(vals);
         // out(e, lane, p, tile group, channel group), whatever the blocks.
         FuncRef a = acc(l, p, cg % m_blocks, tg % n_blocks, tg / n_blocks, cg / m_blocks);
@@ -71,7 +53,7 @@ public:
     }
 
     void schedule() {
-        const int nu = presplit ? 8 : 4;
+        const int nu = u_row();
         // One warp a block, a lane per fragment slot; the points unrolled so that the sums stay
         // in registers (144 at 36 points).
         Var tgo("tgo"), cgo("cgo");
@@ -102,6 +84,8 @@ public:
     }
 
 private:
+    int u_row() const { return presplit ? 8 : 4; }  // floats of U a lane and step
+
     Var q{"q"}, e{"e"}, l{"l"}, p{"p"}, tg{"tg"}, cg{"cg"}, ks{"ks"}, mi{"mi"}, ni{"ni"};
     RDom r;
     Func uw{"uw"}, vw{"vw"}, acc{"acc"};

@@ -11,6 +11,7 @@
 #include "HalideBuffer.h"
 #include "HalideRuntime.h"
 #include "driver_hooks.h"
+#include "host_fragments.h"
 #include "tc_probe_presplit.h"
 #include "tc_probe_split.h"
 #include "tc_probe_wide.h"
@@ -18,7 +19,6 @@
 
 using Halide::Runtime::Buffer;
 using tc_probe::halide_message;
-using tc_probe::round_to_tf32;
 
 int main(int argc, char **argv) {
     CLI::App app{"tc_probe: the Winograd product's inner loop on tensor cores (3xTF32 mma.sync), "
@@ -56,8 +56,7 @@ int main(int argc, char **argv) {
     }
     tc_probe::install_driver_hooks("tc_probe");
 
-    const bool presplit = k.presplit;
-    const int P = k.points, KS = cin / 8, CG = cout_ / 16, TG = tiles / 8, NU = presplit ? 8 : 4;
+    const int P = k.points, KS = cin / 8, CG = cout_ / 16, TG = tiles / 8, NU = k.presplit ? 8 : 4;
     Buffer<float> u(cin, cout_, P), v(tiles, cin, P);
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> dist(-1.f, 1.f);
@@ -65,15 +64,10 @@ int main(int argc, char **argv) {
     v.for_each_value([&](float &x) { x = 100.f * dist(rng); });
     // The fragments (mma_splice.h's layout): lane l, g = l / 4, t = l % 4.
     Buffer<float> uf(NU, 32, CG, KS, P), vf(4, 32, TG, KS, P), out(4, 32, P, TG, CG);
-    uf.for_each_element([&](int q, int l, int cg, int ks, int p) {
-        const int j = q % 4, co = cg * 16 + l / 4 + ((j & 1) ? 8 : 0), c = ks * 8 + l % 4 + ((j & 2) ? 4 : 0);
-        const float x = u(c, co, p), hi = round_to_tf32(x);
-        uf(q, l, cg, ks, p) = !presplit ? x : q < 4 ? hi : round_to_tf32(x - hi);
-    });
+    tc_probe::fill_u_fragments(uf, [&](int c, int co, int p) { return u(c, co, p); });
     vf.for_each_element([&](int q, int l, int tg, int ks, int p) {
         vf(q, l, tg, ks, p) = q < 2 ? v(tg * 8 + l / 4, ks * 8 + l % 4 + 4 * q, p) : 0.f;
     });
-    uf.set_host_dirty();
     vf.set_host_dirty();
     auto run = [&]() { return k.fn(uf, vf, reps, out); };
     if (int rc = run()) {

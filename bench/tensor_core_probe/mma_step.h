@@ -1,0 +1,43 @@
+// The generators' side of mma_splice.h: the four new accumulator elements of one mma step,
+// written as the placeholder calls that splice_mma replaces.
+#pragma once
+
+#include "Halide.h"
+
+#include <string>
+#include <vector>
+
+namespace tc_probe {
+
+// `acc` is the accumulator's Tuple (c0..c3) at the lane; `a` the lane's A elements, 8 for
+// (tf32 values a0..a3, remainders) (fc_mma8s) or 4 to be split in the kernel (fc_mma8); `b`
+// its b0, b1. Returns the Tuple update's four values.
+//
+// Halide 14's SplitTuples looks for the Func's own components only outside call arguments, so
+// it would store the four new values one after another, each call reading components already
+// updated. The old components bound in lets, each used twice (as an operand and in an anchor
+// argument, so that the simplifier keeps the let), show it the dependence: the four values are
+// then computed before any is stored. The splice ignores the anchor, and ptxas drops its
+// arithmetic.
+inline std::vector<Halide::Expr> mma_step(Halide::FuncRef acc, const std::vector<Halide::Expr> &a,
+                                          const std::vector<Halide::Expr> &b) {
+    using namespace Halide;
+    using Internal::Call;
+    using Internal::Let;
+    using Internal::Variable;
+    const std::string family = a.size() == 8 ? "fc_mma8s_d" : "fc_mma8_d";
+    std::vector<Expr> old, vals;
+    for (int k = 0; k < 4; k++) old.push_back(Variable::make(Float(32), "old" + std::to_string(k)));
+    for (int e = 0; e < 4; e++) {
+        std::vector<Expr> args = old;
+        args.insert(args.end(), a.begin(), a.end());
+        args.insert(args.end(), b.begin(), b.end());
+        args.push_back(old[0] + old[1] + old[2] + old[3]);
+        Expr v = Call::make(Float(32), family + std::to_string(e), args, Call::PureExtern);
+        for (int k = 3; k >= 0; k--) v = Let::make("old" + std::to_string(k), acc[k], v);
+        vals.push_back(v);
+    }
+    return vals;
+}
+
+}  // namespace tc_probe
