@@ -1,6 +1,7 @@
 // p25: Conv2d -> min over channels (keepdim) -> tanh -> tanh.
 #include "conv2d_min_generator.h"
 #include "conv2d_min_schedule.h"
+#include "winograd2d_tensor_core_schedule.h"
 
 namespace fusedconv {
 
@@ -36,6 +37,38 @@ private:
     Conv2dMinPipeline p;
 };
 
+// p25 in the F(4x4, 3x3) form on tensor cores (winograd2d_tensor_core.h), for CUDA targets:
+// the runtime calls it for 3x3 kernels with at most 16 input channels on GPUs with tf32
+// tensor cores, and recomputes the samples it marks NaN with p25_xy_cuda's direct form.
+// With epilogue=false its output is the minimum over channels itself (the library
+// block_conv2d_min_tc, for tests/test_tensor_core_form.cpp).
+class Conv2dMinTanhTanhTensorCore : public Halide::Generator<Conv2dMinTanhTanhTensorCore> {
+public:
+    GeneratorParam<bool> epilogue{"epilogue", true};
+    Input<Buffer<float, 4>> input{"input"};    // (x, y, ci, n)
+    Input<Buffer<float, 4>> weight{"weight"};  // (kx, ky, ci, co)
+    Input<Buffer<float, 1>> bias{"bias"};      // (co)
+    Output<Buffer<float, 4>> output{"output"}; // (x, y, 1, n)
+
+    void generate() {
+        form = blocks::conv2d_min_winograd_tensor_core(
+            input, weight, bias, weight.dim(0).extent(), weight.dim(1).extent(), weight.dim(2).extent(),
+            weight.dim(3).extent(), input.dim(0).extent(), input.dim(1).extent());
+        blocks::V v;
+        Expr mn = form.f(v.x, v.y, v.n);
+        output(v.x, v.y, v.c, v.n) = epilogue ? p25_epilogue(mn) : mn;
+        // Blocks at multiples of 64 x 4 pixels from 0, so that a block's tiles are one bx and ty.
+        output.dim(0).set_min(0);
+        output.dim(1).set_min(0);
+    }
+
+    void schedule() { schedules::gpu_conv2d_min_winograd_tensor_core(form, output, get_target()); }
+
+private:
+    blocks::ConvMinWinogradTensorCore form;
+};
+
 }  // namespace fusedconv
 
 HALIDE_REGISTER_GENERATOR(fusedconv::Conv2dMinTanhTanh, p25_conv2d_min_tanh_tanh)
+HALIDE_REGISTER_GENERATOR(fusedconv::Conv2dMinTanhTanhTensorCore, p25_tensor_core)

@@ -72,6 +72,8 @@ Conv2dMinPipeline build_p32(Func input, Func weight, Func bias, Expr in_w, Expr 
     return p;
 }
 
+Expr p25_epilogue(const Expr &min_over_channels) { return tanh(tanh(min_over_channels)); }
+
 Conv2dMinPipeline build_p25(Func input, Func weight, Func bias, Expr in_w, Expr in_h, Expr kw,
                             Expr kh, Expr cin, Expr cout, Expr winograd, WinogradForm form) {
     V v;
@@ -79,7 +81,7 @@ Conv2dMinPipeline build_p25(Func input, Func weight, Func bias, Expr in_w, Expr 
         conv2d_min(input, weight, bias, in_w, in_h, kw, kh, cin, cout, winograd, form);
     p.min_channels = min_over_channels(p.conv_value, cout);
     p.output = Func("p25_out");
-    p.output(v.x, v.y, v.c, v.n) = tanh(tanh(p.min_channels.f(v.x, v.y, v.n)));
+    p.output(v.x, v.y, v.c, v.n) = p25_epilogue(p.min_channels.f(v.x, v.y, v.n));
     return p;
 }
 

@@ -59,7 +59,9 @@ Conv2dMinPipeline build_p32(Halide::Func input, Halide::Func weight, Halide::Fun
                             Halide::Expr in_w, Halide::Expr in_h, Halide::Expr scale,
                             Halide::Expr kw, Halide::Expr kh, Halide::Expr cin, Halide::Expr cout,
                             Halide::Expr winograd, WinogradForm form = {});
-// p25: tanh(tanh(min over channels of conv)).
+// p25: tanh(tanh(min over channels of conv)); p25_epilogue is the part after the minimum
+// (also the tensor-core generator's, p25_conv2d_min_tanh_tanh.cpp).
+Halide::Expr p25_epilogue(const Halide::Expr &min_over_channels);
 Conv2dMinPipeline build_p25(Halide::Func input, Halide::Func weight, Halide::Func bias,
                             Halide::Expr in_w, Halide::Expr in_h, Halide::Expr kw, Halide::Expr kh,
                             Halide::Expr cin, Halide::Expr cout, Halide::Expr winograd,

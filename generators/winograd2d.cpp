@@ -13,10 +13,25 @@ std::vector<Expr> args(std::initializer_list<Expr> a, const std::vector<Var> &re
     return out;
 }
 
-// u = G g GT: rows of taps along x, then the columns of those along y.
-// weight(kx, ky, rest...); ux(k, ky, rest...); u(k, l, rest...).
-void define_taps(Func &ux, Func &u, Func weight, const Var &k, const Var &l,
-                 const std::vector<Var> &rest) {
+// Names the form's Funcs after `name` (both forms have the same stages).
+template <typename Form>
+void name_stages(Form &w, const std::string &name) {
+    w.ux = Func(name + "_ux");
+    w.u = Func(name + "_u");
+    w.ug = Func(name + "_ug");
+    w.vx = Func(name + "_vx");
+    w.v = Func(name + "_v");
+    w.m = Func(name + "_m");
+    w.ox = Func(name + "_ox");
+    w.poison = Func(name + "_poison");
+    w.tiles = Func(name + "_tiles");
+    w.f = Func(name);
+}
+
+}  // namespace
+
+void define_winograd2d_taps(Func &ux, Func &u, Func weight, const Var &k, const Var &l,
+                           const std::vector<Var> &rest) {
     V v;
     ux(args({k, v.y}, rest)) = mux(k, winograd_taps_transform(weight(args({0, v.y}, rest)),
                                                              weight(args({1, v.y}, rest)),
@@ -26,10 +41,8 @@ void define_taps(Func &ux, Func &u, Func weight, const Var &k, const Var &l,
                                                          ux(args({k, 2}, rest))));
 }
 
-// v = BT d B: each of the patch's rows along x, then its columns along y.
-// source(x, y, rest...); vx(k, tx, y, rest...); v(k, l, tx, ty, rest...).
-void define_input(Func &vx, Func &v, Func source, const ConvWinograd2DVars &w,
-                  const std::vector<Var> &rest) {
+void define_winograd2d_input(Func &vx, Func &v, Func source, const ConvWinograd2DVars &w,
+                            const std::vector<Var> &rest) {
     const int T = kWinogradTile, K = kWinogradPoints;
     V vv;
     std::vector<Expr> row, col;
@@ -39,12 +52,9 @@ void define_input(Func &vx, Func &v, Func source, const ConvWinograd2DVars &w,
     v(args({w.k, w.l, w.tx, w.ty}, rest)) = mux(w.l, winograd_input_transform(col));
 }
 
-// out = AT m A: each row of m along x, then the columns along y, plus the
-// bias of channel `co`, NaN for a tile to recompute (poison). m(p, tx, ty,
-// rest...) with p = k + 6 l; ox(i, l, tx, ty, rest...); poison(tx, ty,
-// rest...); tiles(i, j, tx, ty, rest...).
-void define_output(Func &ox, Func &poison, Func &tiles, Func m, Func bias, const Expr &co,
-                   const Expr &cout, const ConvWinograd2DVars &w, const std::vector<Var> &rest) {
+void define_winograd2d_output(Func &ox, Func &poison, Func &tiles, Func m, Func bias,
+                             const Expr &co, const Expr &cout, const ConvWinograd2DVars &w,
+                             const std::vector<Var> &rest) {
     const int K = kWinogradPoints, T = kWinogradTile;
     std::vector<Expr> mrow, ocol, outputs;
     for (int q = 0; q < K; q++) mrow.push_back(m(args({q + K * w.l, w.tx, w.ty}, rest)));
@@ -63,23 +73,6 @@ void define_output(Func &ox, Func &poison, Func &tiles, Func m, Func bias, const
         poison(args({w.tx, w.ty}, rest)) + transformed(args({w.i, w.j, w.tx, w.ty}, rest));
 }
 
-// Names the form's Funcs after `name` (both forms have the same stages).
-template <typename Form>
-void name_stages(Form &w, const std::string &name) {
-    w.ux = Func(name + "_ux");
-    w.u = Func(name + "_u");
-    w.ug = Func(name + "_ug");
-    w.vx = Func(name + "_vx");
-    w.v = Func(name + "_v");
-    w.m = Func(name + "_m");
-    w.ox = Func(name + "_ox");
-    w.poison = Func(name + "_poison");
-    w.tiles = Func(name + "_tiles");
-    w.f = Func(name);
-}
-
-}  // namespace
-
 ConvWinograd2D conv2d_winograd_2d(Func input, Func weight, Func bias, Expr kw, Expr kh,
                                   Expr cin, Expr cout, Expr in_w, Expr in_h,
                                   const std::string &name) {
@@ -92,8 +85,8 @@ ConvWinograd2D conv2d_winograd_2d(Func input, Func weight, Func bias, Expr kw, E
 
     w.source = clamped_input2d(input, in_w, in_h, cin, name + "_src");
     w.weight = clamped_weight2d(weight, kw, kh, cin, cout, name + "_w");
-    define_taps(w.ux, w.u, w.weight, w.k, w.l, {v.z, v.c});
-    define_input(w.vx, w.v, w.source, w, {v.c, v.n});
+    define_winograd2d_taps(w.ux, w.u, w.weight, w.k, w.l, {v.z, v.c});
+    define_winograd2d_input(w.vx, w.v, w.source, w, {v.c, v.n});
 
     Var q("wq"), cl("wcl"), g("wg");
     Expr point = G * g + q;
@@ -106,7 +99,7 @@ ConvWinograd2D conv2d_winograd_2d(Func input, Func weight, Func bias, Expr kw, E
     w.m(pt, tx, ty, v.c, v.n) +=
         w.ug(pt % G, v.c % CG, pt / G, r, v.c / CG) * w.v(pt % K, pt / K, tx, ty, r, v.n);
 
-    define_output(w.ox, w.poison, w.tiles, w.m, bias, v.c, cout, w, {v.c, v.n});
+    define_winograd2d_output(w.ox, w.poison, w.tiles, w.m, bias, v.c, cout, w, {v.c, v.n});
     w.f(v.x, v.y, v.c, v.n) = w.tiles(v.x % T, v.y % T, v.x / T, v.y / T, v.c, v.n);
     return w;
 }
@@ -132,8 +125,8 @@ ConvWinograd3D conv3d_winograd_xy(Func input, Func weight, Func bias, Expr kw, E
         weight(clamp(v.x, 0, kw - 1), clamp(v.y, 0, kh - 1), clamp(v.z, 0, kd - 1),
                clamp(v.c, 0, cin - 1), clamp(v.n, 0, cout - 1));
     // Taps (kx, ky, kz, ci, co): each depth tap's 3 x 3 plane transformed.
-    define_taps(w.ux, w.u, w.weight, w.k, w.l, {v.z, v.c, v.n});
-    define_input(w.vx, w.v, w.source, w, {v.z, v.c, v.n});
+    define_winograd2d_taps(w.ux, w.u, w.weight, w.k, w.l, {v.z, v.c, v.n});
+    define_winograd2d_input(w.vx, w.v, w.source, w, {v.z, v.c, v.n});
 
     Var q("wq"), cl("wcl"), g("wg"), kz("wkz");
     Expr point = G * g + q;
@@ -146,7 +139,7 @@ ConvWinograd3D conv3d_winograd_xy(Func input, Func weight, Func bias, Expr kw, E
     w.m(pt, tx, ty, v.z, v.c, v.n) += w.ug(pt % G, v.c % CG, pt / G, r.x, r.y, v.c / CG) *
                                       w.v(pt % K, pt / K, tx, ty, v.z + r.x, r.y, v.n);
 
-    define_output(w.ox, w.poison, w.tiles, w.m, bias, v.c, cout, w, {v.z, v.c, v.n});
+    define_winograd2d_output(w.ox, w.poison, w.tiles, w.m, bias, v.c, cout, w, {v.z, v.c, v.n});
     w.f(v.x, v.y, v.z, v.c, v.n) = w.tiles(v.x % T, v.y % T, v.x / T, v.y / T, v.z, v.c, v.n);
     return w;
 }

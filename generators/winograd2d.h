@@ -45,6 +45,23 @@ struct ConvWinograd2DVars {
     Var k{"wk"}, l{"wl"}, tx{"wtx"}, ty{"wty"}, i{"wi"}, j{"wj"}, p{"wp"};
 };
 
+// The three steps of the forms, with the Vars of `rest` (the channels, the sample, ...) after
+// the tile's own; the forms here and the tensor-core form (winograd2d_tensor_core.h) compose them.
+// Taps: u = G g GT, rows of taps along x, then the columns of those along y.
+// weight(kx, ky, rest...); ux(k, ky, rest...); u(k, l, rest...).
+void define_winograd2d_taps(Func &ux, Func &u, Func weight, const Var &k, const Var &l,
+                           const std::vector<Var> &rest);
+// Input: v = BT d B, each of the patch's rows along x, then its columns along y.
+// source(x, y, rest...); vx(k, tx, y, rest...); v(k, l, tx, ty, rest...).
+void define_winograd2d_input(Func &vx, Func &v, Func source, const ConvWinograd2DVars &w,
+                            const std::vector<Var> &rest);
+// Output: AT m A, each row of m along x, then the columns along y, plus the bias of channel
+// `co`, NaN for a tile to recompute (poison). m(p, tx, ty, rest...) with p = k + 6 l;
+// ox(i, l, tx, ty, rest...); poison(tx, ty, rest...); tiles(i, j, tx, ty, rest...).
+void define_winograd2d_output(Func &ox, Func &poison, Func &tiles, Func m, Func bias,
+                             const Expr &co, const Expr &cout, const ConvWinograd2DVars &w,
+                             const std::vector<Var> &rest);
+
 struct ConvWinograd2D : ConvWinograd2DVars {
     Func source;  // (x, y, ci, n): the input, edge-clamped as in blocks::conv2d
     Func weight;  // (kx, ky, ci, co): the weights, every index clamped

@@ -31,7 +31,7 @@ std::string message;
 int load_spliced(void **module, const void *image, unsigned n, int *options, void **values) {
     std::string ptx(static_cast<const char *>(image));
     try {
-        ptx = splice_mma(ptx, &groups);
+        ptx = fusedconv::cuda::splice_mma(ptx, &groups);
     } catch (const std::exception &e) {
         fprintf(stderr, "%s: the module's tensor-core calls cannot be spliced: %s\n", tool_name, e.what());
         return 218;  // CUDA_ERROR_INVALID_PTX

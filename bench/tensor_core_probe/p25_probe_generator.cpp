@@ -63,7 +63,7 @@ public:
         std::vector<Expr> ua, vb;
         for (int q = 0; q < u_row(); q++) ua.push_back(uw(q, t4 + 4 * g8, r, rk, pp));
         for (int q = 0; q < 2; q++) vb.push_back(vf(q, t4, g8, ni, rk, pp, bx, ty, n));
-        const std::vector<Expr> vals = tc_probe::mma_step(acc(t4, g8, pi, ni, w, r, bx, ty, n), ua, vb);
+        const std::vector<Expr> vals = fusedconv::blocks::mma_step(acc(t4, g8, pi, ni, w, r, bx, ty, n), ua, vb);
         acc(t4, g8, pi, ni, w, r, bx, ty, n) = Tuple(vals);
         FuncRef a = acc(t4, g8, pi, ni, w, r, bx, ty, n);
         mfrag(e, t4, g8, pi, ni, w, r, bx, ty, n) = pick(e, {a[0], a[1], a[2], a[3]});

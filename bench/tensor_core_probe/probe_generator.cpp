@@ -45,7 +45,7 @@ public:
         std::vector<Expr> ua, vb;
         for (int j = 0; j < u_row(); j++) ua.push_back(uw(j, l, cgg, r.x, p));
         for (int j = 0; j < 2; j++) vb.push_back(vw(j, l, tgg, r.x, p));
-        const std::vector<Expr> vals = tc_probe::mma_step(acc(l, p, mi, ni, tg, cg), ua, vb);
+        const std::vector<Expr> vals = fusedconv::blocks::mma_step(acc(l, p, mi, ni, tg, cg), ua, vb);
         acc(l, p, mi, ni, tg, cg) = Tuple(vals);
         // out(e, lane, p, tile group, channel group), whatever the blocks.
         FuncRef a = acc(l, p, cg % m_blocks, tg % n_blocks, tg / n_blocks, cg / m_blocks);

@@ -1,5 +1,6 @@
-// splice_mma (mma_splice.h) on call sites written as LLVM's NVPTX backend writes them, and on the
-// probe's own PTX from Halide 14 (checked by ptxas when the CUDA toolkit is there).
+// splice_mma (runtime/src/mma_splice.h) on call sites written as LLVM's NVPTX backend writes them,
+// and on the PTX Halide 14 writes for the probe's kernels and the library's tensor-core kernel
+// (checked by ptxas when the CUDA toolkit is there).
 #include "mma_splice.h"
 
 #include <gtest/gtest.h>
@@ -15,7 +16,7 @@
 
 namespace {
 
-using tc_probe::splice_mma;
+using fusedconv::cuda::splice_mma;
 
 // One placeholder call as the NVPTX backend emits it: operands stored to params, the anchor
 // last, the result loaded into `result`.
@@ -172,5 +173,7 @@ TEST(MmaSplice, ProbeWider) { check_probe(TC_PROBE_WIDER_STMT, 4 * 2 * 4); }
 // The fused p25 kernel: a warp's 9 points x 2 tile blocks a step.
 TEST(MmaSplice, P25Presplit) { check_probe(TC_P25_PRESPLIT_STMT, 9 * 2); }
 TEST(MmaSplice, P25Split) { check_probe(TC_P25_SPLIT_STMT, 9 * 2); }
+// The library's p25 kernel (p25_tc_cuda): the same steps.
+TEST(MmaSplice, LibraryP25TensorCore) { check_probe(P25_TC_CUDA_STMT, 9 * 2); }
 
 }  // namespace

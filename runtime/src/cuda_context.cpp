@@ -1,4 +1,5 @@
 #include "cuda_context.h"
+#include "tensor_core_hooks.h"
 
 #include "fusedconv/error.h"
 
@@ -17,6 +18,7 @@
 #include <mutex>
 #include <set>
 #include <utility>
+#include <vector>
 
 namespace fusedconv::cuda {
 
@@ -39,6 +41,7 @@ constexpr unsigned kStreamNonBlocking = 0x1; // CU_STREAM_NON_BLOCKING
 constexpr int kCaptureModeGlobal = 0;        // CU_STREAM_CAPTURE_MODE_GLOBAL
 constexpr unsigned kEventDisableTiming = 0x2; // CU_EVENT_DISABLE_TIMING
 constexpr int kCaptureActive = 1, kCaptureInvalidated = 2;
+constexpr int kComputeCapabilityMajor = 75;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 
 // cuda.h's CUDA_MEMCPY2D (cuMemcpy2DAsync_v2's argument).
 constexpr int kMemoryTypeHost = 1, kMemoryTypeDevice = 2;  // CU_MEMORYTYPE_*
@@ -112,6 +115,7 @@ struct Driver {
     std::multimap<size_t, void *> pinned_free;
     std::mutex pinned_mutex;
     std::string failure;  // "" when usable
+    std::vector<int> cc_major;  // per device, read at init
 };
 
 Driver &driver() {
@@ -225,6 +229,15 @@ std::string try_init() {
     int count = 0;
     if (CUresult r = d.cuDeviceGetCount(&count)) return "cuDeviceGetCount failed: " + describe(r);
     if (count < 1) return "no CUDA device is present";
+    for (int i = 0; i < count; ++i) {
+        CUdevice dev = 0;
+        int major = 0;
+        if (d.cuDeviceGet(&dev, i) != 0 ||
+            d.cuDeviceGetAttribute(&major, kComputeCapabilityMajor, dev) != 0) {
+            major = 0;  // unknown: no tensor-core kernels on it
+        }
+        d.cc_major.push_back(major);
+    }
     d.primary.reset(new std::atomic<CUcontext>[count]);
     for (int i = 0; i < count; ++i) d.primary[i].store(nullptr);
     d.count = count;
@@ -248,6 +261,7 @@ std::string try_init() {
     // than its own choice without a cap (schedules/NOTES.md, "Registers: the
     // JIT's cap"). A value the user set is kept.
     setenv("HL_CUDA_JIT_MAX_REGISTERS", kJitMaxRegisters, 0);
+    install_tensor_core_hooks();
     halide_set_cuda_acquire_context(acquire_context);
     halide_set_cuda_release_context(release_context);
     halide_set_cuda_get_stream(get_stream);
@@ -295,6 +309,11 @@ const std::string &init() {
 }
 
 int device_count() { return init().empty() ? driver().count : 0; }
+
+bool has_tf32_tensor_cores(int device) {
+    const Driver &d = driver();
+    return init().empty() && device >= 0 && device < d.count && d.cc_major[device] >= 8;
+}
 
 void check_device(int device, const std::string &what) {
     if (!init().empty()) throw Error(what + ": GPU unavailable: " + init());

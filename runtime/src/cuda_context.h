@@ -35,6 +35,9 @@ namespace fusedconv::cuda {
 const std::string &init();
 // CUDA devices the driver reports (0 when the GPU is unusable).
 int device_count();
+// Whether `device` runs mma.sync with tf32 operands (compute capability 8.0 or later), which the
+// tensor-core kernels (generators/winograd2d_tensor_core.h) need; false without a usable GPU.
+bool has_tf32_tensor_cores(int device);
 // Throws Error naming `device` unless 0 <= device < device_count() (and the
 // GPU is usable); `what` names the caller.
 void check_device(int device, const std::string &what);

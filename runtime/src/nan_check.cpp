@@ -8,6 +8,8 @@
 #include "count_nan_cuda.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 namespace fusedconv::detail {
 
@@ -63,6 +65,15 @@ bool winograd_applies(const Tensor &weight) {
 
 bool winograd2d_applies(const Tensor &weight, int64_t max_in_channels) {
     return winograd_applies(weight) && weight.shape()[1] <= max_in_channels;
+}
+
+bool tensor_core_form_applies(const Tensor &weight, int64_t max_in_channels) {
+    static const bool enabled = [] {
+        const char *env = std::getenv("FUSEDCONV_TENSOR_CORES");
+        return !(env && std::string(env) == "0");
+    }();
+    return enabled && winograd2d_applies(weight, max_in_channels) &&
+           cuda::has_tf32_tensor_cores(cuda::current_device());
 }
 
 bool winograd3d_xy_applies(const Tensor &weight, int64_t max_in_channels) {

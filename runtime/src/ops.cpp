@@ -14,6 +14,7 @@
 #include "p24_cuda.h"
 #include "p25_cpu.h"
 #include "p25_cuda.h"
+#include "p25_tc_cuda.h"
 #include "p25_xy_cuda.h"
 #include "p32_cpu.h"
 #include "p32_cuda.h"
@@ -273,7 +274,14 @@ void p25_run(const char *who, const Tensor &input, const Tensor &weight, const T
     args.run(options, kAllocatesAndWaits, [&](bool gpu) {
         const std::string what = what_call(who, input);
         auto cuda = winograd2d_applies(weight, kP25Winograd2DMaxInChannels) ? fusedconv_p25_xy_cuda : fusedconv_p25_cuda;
+        // The tensor-core form where it applies; the direct recomputation of its NaN samples
+        // is the other library's.
+        const bool tensor_cores = gpu && tensor_core_form_applies(weight, kTensorCoreMaxInChannels);
         auto run = [&](bool winograd, halide_buffer_t *in, halide_buffer_t *o) {
+            if (winograd && tensor_cores) {
+                check_halide(fusedconv_p25_tc_cuda(in, weight.raw(), bias.raw(), o), what);
+                return;
+            }
             auto fn = gpu ? cuda : fusedconv_p25_cpu;
             check_halide(fn(in, weight.raw(), bias.raw(), winograd, o), what);
         };

@@ -1,8 +1,9 @@
-// Tensor-core steps for Halide 14's CUDA kernels, which emit no tensor-core instructions: the
-// probe's generator writes each warp-level step as four placeholder extern calls (one per element
-// of the lane's accumulator fragment), Halide's PTX declares them `.extern .func`, and
-// splice_mma rewrites each group of four into inline 3xTF32 mma.sync instructions before the
-// driver compiles the module (probe_main.cpp installs it on cuModuleLoadDataEx).
+// Tensor-core steps for Halide 14's CUDA kernels, which emit no tensor-core instructions: a
+// generator writes each warp-level step as four placeholder extern calls (one per element of the
+// lane's accumulator fragment; generators/mma_step.h), Halide's PTX declares them `.extern
+// .func`, and splice_mma rewrites each group of four into inline 3xTF32 mma.sync instructions
+// before the driver compiles the module (cuda_context.cpp installs it on cuModuleLoadDataEx;
+// bench/tensor_core_probe's programs on their own).
 //
 // The placeholders, all returning float32 element k (0-3) of D = A B + C for one
 // mma.sync.m16n8k8 (A 16x8 row-major, B 8x8 column-major, float32 C and D):
@@ -13,7 +14,7 @@
 // B is split in the kernel in both. Fragment layout (PTX ISA, mma.m16n8k8 .tf32): lane l, g = l/4,
 // t = l%4 holds a0 = A[g][t], a1 = A[g+8][t], a2 = A[g][t+4], a3 = A[g+8][t+4]; b0 = B[t][g],
 // b1 = B[t+4][g]; c0 = C[g][2t], c1 = C[g][2t+1], c2 = C[g+8][2t], c3 = C[g+8][2t+1]. The last
-// argument is ignored (see probe_generator.cpp for why the calls carry it).
+// argument is ignored (generators/mma_step.h says why the calls carry it).
 //
 // 3xTF32: with x = hi(x) + lo(x), both tf32, D = A_lo B_hi + A_hi B_lo + A_hi B_hi + C, the
 // small terms first; A_lo B_lo (about 2^-22 relative) is dropped.
@@ -21,13 +22,14 @@
 
 #include <string>
 
-namespace tc_probe {
+namespace fusedconv::cuda {
 
 // Returns `ptx` with every group of placeholder calls replaced. A group is four consecutive
 // calls d0..d3 (any order) of one family with the same operands, where the instructions between
 // them neither change an operand nor touch a later call's result. Throws std::runtime_error,
 // naming the call, when a placeholder call is not part of such a group (the module would
 // otherwise fail to link, or compute something else). `groups`, when given, receives the count.
+// A module without placeholders comes back unchanged (and is not parsed).
 std::string splice_mma(const std::string &ptx, int *groups = nullptr);
 
-}  // namespace tc_probe
+}  // namespace fusedconv::cuda

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
-namespace tc_probe {
+namespace fusedconv::cuda {
 namespace {
 
 struct CallSite {
@@ -138,6 +138,10 @@ std::string replacement(const CallSite &first, const std::string (&results)[4]) 
 }  // namespace
 
 std::string splice_mma(const std::string &ptx, int *groups) {
+    if (ptx.find("fc_mma") == std::string::npos) {
+        if (groups) *groups = 0;
+        return ptx;
+    }
     static const std::regex decl(
         R"(\.extern \.func\s*\(\.param \.b32 func_retval0\) fc_mma8s?_d[0-3]\s*\([^)]*\)\s*;)");
     const std::string text = std::regex_replace(ptx, decl, "");
@@ -174,4 +178,4 @@ std::string splice_mma(const std::string &ptx, int *groups) {
     return out;
 }
 
-}  // namespace tc_probe
+}  // namespace fusedconv::cuda

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace tc_probe {
+namespace fusedconv::blocks {
 
 // `acc` is the accumulator's Tuple (c0..c3) at the lane; `a` the lane's A elements, 8 for
 // (tf32 values a0..a3, remainders) (fc_mma8s) or 4 to be split in the kernel (fc_mma8); `b`
@@ -40,4 +40,4 @@ inline std::vector<Halide::Expr> mma_step(Halide::FuncRef acc, const std::vector
     return vals;
 }
 
-}  // namespace tc_probe
+}  // namespace fusedconv::blocks

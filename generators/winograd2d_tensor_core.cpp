@@ -1,0 +1,111 @@
+#include "winograd2d_tensor_core.h"
+
+#include "mma_step.h"
+
+#include <limits>
+
+namespace fusedconv::blocks {
+
+using namespace Halide;
+
+Expr round_to_tf32(const Expr &x) {
+    // Adding half of the dropped 13 bits' weight to the magnitude and truncating rounds to
+    // nearest, ties away from zero; inf and NaN stay as they are (a NaN's payload could carry).
+    Expr b = reinterpret<uint32_t>(x);
+    Expr special = (b & u32(0x7f800000u)) == u32(0x7f800000u);
+    return reinterpret<float>(select(special, b, (b + u32(0x1000u)) & u32(0xffffe000u)));
+}
+
+ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weight, Func bias,
+                                                          Expr kw, Expr kh, Expr cin, Expr cout,
+                                                          Expr in_w, Expr in_h,
+                                                          const std::string &name) {
+    V v;
+    ConvMinWinogradTensorCore w;
+    const int K = kWinogradPoints, T = kWinogradTile, RC = kTensorCoreRoundChannels,
+              TG = kTensorCoreTileGroup, BT = kTensorCoreBlockTiles, WP = kTensorCoreWarpPoints;
+    const int step = kTensorCoreMaxCin / 2;  // input channels of one mma step
+    w.ux = Func(name + "_ux");
+    w.u = Func(name + "_u");
+    w.uf = Func(name + "_uf");
+    w.uw = Func(name + "_uw");
+    w.vx = Func(name + "_vx");
+    w.v = Func(name + "_v");
+    w.vf = Func(name + "_vf");
+    w.acc = Func(name + "_acc");
+    w.mfrag = Func(name + "_mfrag");
+    w.m = Func(name + "_m");
+    w.ox = Func(name + "_ox");
+    w.poison = Func(name + "_poison");
+    w.tiles = Func(name + "_tiles");
+    w.part = Func(name + "_part");
+    w.f = Func(name);
+    w.rounds = (cout + (RC - 1)) / RC;
+
+    // The input, zero past the last input channel (the steps read 16), and the taps.
+    Func clamped = clamped_input2d(input, in_w, in_h, cin, name + "_src_clamped");
+    w.source = Func(name + "_src");
+    w.source(v.x, v.y, v.c, v.n) = select(v.c < cin, clamped(v.x, v.y, v.c, v.n), 0.0f);
+    w.weight = clamped_weight2d(weight, kw, kh, cin, cout, name + "_w");
+    define_winograd2d_taps(w.ux, w.u, w.weight, w.k, w.l, {v.z, v.c});
+
+    // A fragments: lane l holds, for element j = q % 4, u at output channel 16 rd + l / 4
+    // (+8 for odd j) and input channel 8 ks + l % 4 (+4 for j >= 2); q < 4 its tf32 value,
+    // q >= 4 the remainder's. Zero past cin and cout, so that those channels add nothing.
+    {
+        Expr j = w.q % 4;
+        Expr co = RC * w.rd + w.lane / 4 + 8 * (j % 2), ci = step * w.ks + w.lane % 4 + 4 * (j / 2);
+        Expr x = select(ci < cin && co < cout, w.u(w.p % K, w.p / K, ci, co), 0.0f);
+        Expr hi = round_to_tf32(x);
+        w.uf(w.q, w.lane, w.ks, w.p, w.rd) = select(w.q < 4, hi, round_to_tf32(x - hi));
+    }
+    w.uw(w.q, w.lane, w.ks, w.p, w.rd) = w.uf(w.q, w.lane, w.ks, w.p, w.rd);
+
+    // B fragments: lane 4 g8 + t4 of tile group tg, step ks holds b_jb = v at tile
+    // 16 bx + 8 tg + g8 and input channel 8 ks + t4 + 4 jb.
+    define_winograd2d_input(w.vx, w.v, w.source, w, {v.c, v.n});
+    w.vf(w.jb, w.t4, w.g8, w.tg, w.ks, w.p, w.bx, w.ty, v.n) =
+        w.v(w.p % K, w.p / K, BT * w.bx + TG * w.tg + w.g8, w.ty, step * w.ks + w.t4 + 4 * w.jb, v.n);
+
+    // The sums: warp wp's point 9 wp + pi, tile group ni, round rd, over the two steps.
+    w.rk = RDom(0, kTensorCoreMaxCin / step, name + "_rk");
+    FuncRef a = w.acc(w.t4, w.g8, w.pi, w.ni, w.wp, w.rd, w.bx, w.ty, v.n);
+    w.acc(w.t4, w.g8, w.pi, w.ni, w.wp, w.rd, w.bx, w.ty, v.n) = Tuple(0.0f, 0.0f, 0.0f, 0.0f);
+    {
+        Expr point = WP * w.wp + w.pi;
+        std::vector<Expr> ua, vb;
+        for (int k = 0; k < 8; k++) ua.push_back(w.uw(k, w.t4 + 4 * w.g8, w.rk, point, w.rd));
+        for (int k = 0; k < 2; k++) vb.push_back(w.vf(k, w.t4, w.g8, w.ni, w.rk, point, w.bx, w.ty, v.n));
+        w.acc(w.t4, w.g8, w.pi, w.ni, w.wp, w.rd, w.bx, w.ty, v.n) = Tuple(mma_step(a, ua, vb));
+    }
+    FuncRef sums = w.acc(w.t4, w.g8, w.pi, w.ni, w.wp, w.rd, w.bx, w.ty, v.n);
+    w.mfrag(w.e, w.t4, w.g8, w.pi, w.ni, w.wp, w.rd, w.bx, w.ty, v.n) =
+        mux(w.e, {sums[0], sums[1], sums[2], sums[3]});
+    // Element e of lane 4 g8 + t4 is the sum of channel g8 + 8 (e / 2) and tile 2 t4 + e % 2
+    // of its group: so channel c8 + 8 k4 of tile tx is element 2 k4 + tx % 2 of lane
+    // 4 c8 + (tx % 8) / 2, group tx / 8.
+    w.m(w.p, w.tx, w.ty, w.k4, w.c8, w.rd, w.bx, v.n) =
+        w.mfrag(2 * w.k4 + w.tx % 2, (w.tx % TG) / 2, w.c8, w.p % WP, w.tx / TG, w.p / WP, w.rd, w.bx,
+                w.ty, v.n);
+
+    // The output transform, bias and NaN marking; each thread's running minimum over its
+    // channels c8 + 8 k4 of every round (channels past cout left out).
+    define_winograd2d_output(w.ox, w.poison, w.tiles, w.m, bias, RC * w.rd + 8 * w.k4 + w.c8, cout, w,
+                             {w.k4, w.c8, w.rd, w.bx, v.n});
+    const Expr largest = Float(32).max();
+    w.rc = RDom(0, RC / 8, 0, w.rounds, name + "_rc");
+    w.part(w.c8, w.tx, w.i, w.j, w.bx, w.ty, v.n) = largest;
+    Expr value = w.tiles(w.i, w.j, w.tx, w.ty, w.rc.x, w.c8, w.rc.y, w.bx, v.n);
+    w.part(w.c8, w.tx, w.i, w.j, w.bx, w.ty, v.n) =
+        nan_min(w.part(w.c8, w.tx, w.i, w.j, w.bx, w.ty, v.n),
+                select(RC * w.rc.y + 8 * w.rc.x + w.c8 < cout, value, largest));
+
+    // The minimum over the 8 channel groups of pixel (x, y).
+    Expr tx = (v.x / T) % BT, bx = v.x / (T * BT), ty = v.y / T;
+    Expr mn = w.part(0, tx, v.x % T, v.y % T, bx, ty, v.n);
+    for (int k = 1; k < 8; k++) mn = nan_min(mn, w.part(k, tx, v.x % T, v.y % T, bx, ty, v.n));
+    w.f(v.x, v.y, v.n) = mn;
+    return w;
+}
+
+}  // namespace fusedconv::blocks

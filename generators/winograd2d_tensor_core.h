@@ -1,0 +1,82 @@
+// A conv2d with a 3x3 kernel and its minimum over output channels, in Winograd F(4x4, 3x3)
+// (winograd2d.h) with the transform-domain product on tensor cores: for each of the 36 points,
+// the sums over input channels are a matrix product (output channels x input channels times
+// input channels x tiles), which warps compute in steps of mma.sync.m16n8k8 at float32 accuracy
+// (3xTF32). Halide 14 emits no tensor-core instructions, so each step is written as the
+// placeholder calls of mma_step.h, and the runtime splices them into mma.sync when the driver
+// loads the module (runtime/src/mma_splice.h): the form compiles for CUDA targets only, and runs
+// only where the splice is installed (runtime/src/cuda_context.cpp).
+//
+// The form is laid out for its one schedule (schedules/winograd2d_tensor_core_schedule.h): the
+// operands' fragment layouts are the mma's, and a block of the GPU owns 16 tiles along x
+// (64 x 4 output pixels) of one sample, summed by 4 warps of 9 points each, in rounds of 16
+// output channels:
+//  - uf: the transformed taps u = G g GT as each lane's A fragments, split into a tf32 value
+//    and its tf32 remainder, zero past the input and output channels;
+//  - vf: the transformed input v = BT d B as each lane's B fragments, zero past the input
+//    channels;
+//  - acc: a warp's sums of one point for 16 output channels x 8 tiles, 2 steps of 8 input
+//    channels; mfrag, m: those sums as a round's (point, channel, tile);
+//  - ox, poison, tiles: the output transform, bias and NaN marking of winograd2d.h;
+//  - part: per (channel group, tile, pixel) the running minimum over the rounds, the channels
+//    past cout excluded; f: the minimum over the 8 channel groups.
+// At most kTensorCoreMaxCin input channels (two mma steps): the runtime takes another form
+// beyond. Any number of output channels, any width, height and batch.
+//
+// Non-finite values: as in winograd2d.h, every output of a tile whose 16 outputs are not all
+// finite is NaN, and so is the minimum over channels of its pixels (nan_min); the caller
+// recomputes those samples in the direct form. Float32 error: 3xTF32 drops the product of the
+// two remainders (about 2^-22 of each product), below the transforms' own rounding
+// (tests/test_winograd_accuracy.cpp's bound holds on the GPU: tests/test_tensor_core_form.cpp).
+//
+// Like blocks::conv2d this is an algorithm only.
+#pragma once
+
+#include "winograd2d.h"
+
+namespace fusedconv::blocks {
+
+constexpr int kTensorCoreMaxCin = 16;          // two steps of the mma's k (8)
+constexpr int kTensorCoreRoundChannels = 16;   // output channels a round: the mma's m
+constexpr int kTensorCoreTileGroup = 8;        // tiles of one mma: its n
+constexpr int kTensorCoreBlockTiles = 16;      // tiles along x a block owns: 2 tile groups
+constexpr int kTensorCoreWarps = 4;            // warps of a block; each sums 36 / 4 points
+constexpr int kTensorCoreWarpPoints = 9;
+
+struct ConvMinWinogradTensorCore : ConvWinograd2DVars {
+    // Fragment indices (mma_splice.h's layout): lane = 4 g8 + t4; q the A element (0-3 tf32
+    // values, 4-7 remainders); jb the B element; e the accumulator element; ks the step of 8
+    // input channels; tg the tile group (8 tiles) of a block, bx the block along x; pi the
+    // point of warp wp (point 9 wp + pi); ni the tile group of a warp's sums; rd the round of
+    // 16 output channels; c8, k4: a round's channel c8 + 8 k4. A block's tile is tx (0-15; the
+    // tile along x is 16 bx + tx), its row of tiles ty.
+    Var q{"tq"}, lane{"tlane"}, t4{"tt4"}, g8{"tg8"}, jb{"tjb"}, e{"te"}, ks{"tks"}, tg{"ttg"},
+        bx{"tbx"}, pi{"tpi"}, ni{"tni"}, wp{"twp"}, rd{"trd"}, c8{"tc8"}, k4{"tk4"};
+    Func source;  // (x, y, ci, n): the input, edge-clamped, zero past cin
+    Func weight;  // (kx, ky, ci, co): the weights, every index clamped
+    Func ux, u;   // (k, ky, ci, co), (k, l, ci, co): G g GT (define_winograd2d_taps)
+    Func uf;      // (q, lane, ks, p, rd): u's A fragments, tf32 values and remainders
+    Func uw;      // uf as a step reads it (the schedule loads it as vectors)
+    Func vx, v;   // (k, tx, y, ci, n), (k, l, tx, ty, ci, n): BT d B
+    Func vf;      // (jb, t4, g8, tg, ks, p, bx, ty, n): v's B fragments
+    Func acc;     // (t4, g8, pi, ni, wp, rd, bx, ty, n): Tuple of the 4 accumulator elements
+    RDom rk;      // the two steps of 8 input channels
+    Func mfrag;   // (e, t4, g8, pi, ni, wp, rd, bx, ty, n): acc's elements
+    Func m;       // (p, tx, ty, k4, c8, rd, bx, n): the sums at point p of channel c8 + 8 k4
+    Func ox, poison, tiles;  // define_winograd2d_output's, (.., tx, ty, k4, c8, rd, bx, n)
+    RDom rc;      // (k4, rd): the channels a thread folds into part
+    Func part;    // (c8, tx, i, j, bx, ty, n): the minimum over channels c8 + 8 k
+    Func f;       // (x, y, n): the minimum over output channels of the conv plus bias
+    Expr rounds;  // ceil(cout / 16)
+};
+// kw, kh, cin, cout: the weight buffer's extents; in_w, in_h: the input's. The result is the
+// convolution's minimum only for a 3x3 kernel and cin <= kTensorCoreMaxCin (the caller selects).
+ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weight, Func bias,
+                                                          Expr kw, Expr kh, Expr cin, Expr cout,
+                                                          Expr in_w, Expr in_h,
+                                                          const std::string &name = "tc");
+
+// x rounded to tf32 as cvt.rna.tf32.f32 does (to nearest, ties away from zero), as a float32.
+Expr round_to_tf32(const Expr &x);
+
+}  // namespace fusedconv::blocks

@@ -1,0 +1,18 @@
+// What the library's tensor-core kernels (generators/winograd2d_tensor_core.h) need from the
+// CUDA driver beyond what Halide 14's runtime does. The runtime takes the driver's entry points
+// through halide_get_library_symbol; install_tensor_core_hooks wraps two of them:
+// - cuModuleLoadDataEx: the module's placeholder calls spliced into mma.sync (mma_splice.h)
+//   before the JIT compiles it (modules without them pass unchanged);
+// - cuLaunchKernel: a kernel's dynamic shared memory attribute raised first when a launch asks
+//   for more than the 48 KB every kernel may take, which Halide 14 never does itself (the
+//   tensor-core kernel takes 91 KB a block).
+// Where either fails, the driver's error goes back to Halide, which reports it to the caller
+// (as an Error naming the call); the splice's reason and the JIT's log are written to stderr.
+#pragma once
+
+namespace fusedconv::cuda {
+
+// Installs the wrappers; cuda_context.cpp calls it before any pipeline loads the driver.
+void install_tensor_core_hooks();
+
+}  // namespace fusedconv::cuda

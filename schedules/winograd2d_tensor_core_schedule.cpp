@@ -1,0 +1,107 @@
+#include "winograd2d_tensor_core_schedule.h"
+
+namespace fusedconv::schedules {
+
+using namespace Halide;
+
+// One kernel. A block of 4 warps (every thread nest 4 x 8 x 4) owns 16 tiles along x of one
+// sample, 64 x 4 output pixels:
+//  1. v of its tiles and 16 input channels, staged once in shared memory in B-fragment order
+//     (37 KB), its row transform in registers;
+//  2. per round of 16 output channels, each warp's mma steps (9 points x 2 tile groups x 2
+//     steps) into registers, handed to shared memory (45 KB);
+//  3. the output transform, a thread per (channel c8, tile), folded into the running minimum
+//     of its channels c8 and c8 + 8 (shared, 8 KB);
+//  4. the output: the minimum over the 8 channel groups and the epilogue.
+// 91 KB of shared memory a block, past the 48 KB a launch gets without the kernel's attribute
+// raised (the runtime's launch hook does it). u's fragments are a small kernel of their own
+// (74 KB for p25's 64 output channels), read by every block through L1.
+// Measured on an H100 (p25, 128 x 16 x 256 x 256, 64 channels): see schedules/NOTES.md,
+// "Tensor cores through a PTX splice".
+void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, Func out,
+                                         const Target &target) {
+    if (!target.has_feature(Target::CUDA)) {
+        throw CompileError("the tensor-core F(4x4, 3x3) form compiles for CUDA targets only, not " +
+                           target.to_string());
+    }
+    blocks::V v;
+    const int T = blocks::kWinogradTile, BT = blocks::kTensorCoreBlockTiles;
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), xh("xh"), xl("xl"), xp("xp"), th("th"), tl("tl"),
+        qo("qo"), qi("qi"), ql("ql"), kp("kp");
+
+    // Threads: 4 x 8 over x (2 pixels each) and 4 rows of y.
+    out.bound(v.c, 0, 1)
+        .split(v.x, xo, xi, T * BT, TailStrategy::GuardWithIf)
+        .split(v.y, yo, yi, T, TailStrategy::GuardWithIf)
+        .split(xi, xi, xp, 2)
+        .split(xi, xh, xl, 4)
+        .reorder(xp, xl, xh, yi, v.c, xo, yo, v.n)
+        .unroll(xp)
+        .gpu_blocks(xo, yo, v.n)
+        .gpu_threads(xl, xh, yi);
+
+    // 1. v staged once per block (its threads 4 x 8 x 2, the two steps a serial loop).
+    w.vf.compute_at(out, xo)
+        .store_in(MemoryType::GPUShared)
+        .bound(w.jb, 0, 2).bound(w.t4, 0, 4).bound(w.g8, 0, 8).bound(w.tg, 0, 2).bound(w.ks, 0, 2)
+        .bound(w.p, 0, 36)
+        .reorder(w.p, w.jb, w.ks, w.t4, w.g8, w.tg)
+        .unroll(w.jb)
+        .unroll(w.p)
+        .gpu_threads(w.t4, w.g8, w.tg);
+    w.vx.compute_at(w.vf, w.jb).store_in(MemoryType::Register).unroll(w.k).unroll(v.y);
+
+    // 3. The running minimum; its update's round loop (outermost, at block level) holds step 2.
+    // c8 innermost in its storage: a warp's threads (4 tiles x 8 channels) touch 32 banks.
+    w.part.compute_at(out, xo)
+        .store_in(MemoryType::GPUShared)
+        .bound(w.i, 0, T).bound(w.j, 0, T).bound(w.c8, 0, 8).bound(w.tx, 0, BT)
+        .split(w.tx, th, tl, 4)
+        .reorder(w.i, w.j, tl, w.c8, th)
+        .unroll(w.i)
+        .unroll(w.j)
+        .gpu_threads(tl, w.c8, th);
+    w.part.update()
+        .split(w.tx, th, tl, 4)
+        .reorder(w.i, w.j, w.rc.x, tl, w.c8, th, w.rc.y)
+        .unroll(w.i)
+        .unroll(w.j)
+        .unroll(w.rc.x)
+        .gpu_threads(tl, w.c8, th);
+    w.tiles.compute_at(w.part, w.rc.x).store_in(MemoryType::Register).unroll(w.i).unroll(w.j);
+    w.poison.compute_at(w.part, w.rc.x).store_in(MemoryType::Register);
+    w.ox.compute_at(w.part, w.rc.x).store_in(MemoryType::Register).unroll(w.i).unroll(w.l);
+
+    // 2. A round's sums, handed over in shared memory as one 16-byte store a lane and point;
+    // t4's storage padded to 5, so that the output transform's reads (8 channels x 4 tiles a
+    // warp) fall in distinct banks more often.
+    w.mfrag.compute_at(w.part, w.rc.y)
+        .store_in(MemoryType::GPUShared)
+        .bound(w.e, 0, 4).bound(w.t4, 0, 4).bound(w.g8, 0, 8).bound(w.pi, 0, 9).bound(w.ni, 0, 2)
+        .bound(w.wp, 0, 4)
+        .reorder(w.e, w.pi, w.ni, w.t4, w.g8, w.wp)
+        .vectorize(w.e)
+        .unroll(w.pi)
+        .unroll(w.ni)
+        .gpu_threads(w.t4, w.g8, w.wp)
+        .align_storage(w.t4, 5);
+    w.acc.compute_at(w.mfrag, w.t4).store_in(MemoryType::Register).unroll(w.pi).unroll(w.ni);
+    w.acc.update().reorder(w.pi, w.ni, w.rk).unroll(w.pi).unroll(w.ni);
+    // u's fragments loaded as 16-byte vectors: uf's strides are dense from 0 (bounded below).
+    w.uw.compute_at(w.acc, w.pi)
+        .store_in(MemoryType::Register)
+        .bound(w.q, 0, 8)
+        .split(w.q, qo, qi, 4)
+        .unroll(qo)
+        .vectorize(qi);
+
+    // u's fragments: one small kernel, 256 threads a (step, point), a block row per round.
+    w.uf.compute_root()
+        .bound(w.q, 0, 8).bound(w.lane, 0, 32).bound(w.ks, 0, 2).bound(w.p, 0, 36)
+        .fuse(w.q, w.lane, ql)
+        .fuse(w.ks, w.p, kp)
+        .gpu_blocks(kp, w.rd)
+        .gpu_threads(ql);
+}
+
+}  // namespace fusedconv::schedules

@@ -1,0 +1,170 @@
+// p25's F(4x4, 3x3) form on tensor cores (generators/winograd2d_tensor_core.h), called directly
+// on the GPU (its module spliced by the runtime's hooks), against float64:
+// - the conv-min without the epilogue (block_conv2d_min_tc): the error of every output within
+//   the conditioning bound of test_winograd_accuracy.cpp, 32 times n eps cond, where the
+//   minimum over channels carries the conv's error over (|min a - min b| <= max |a - b|), so
+//   cond is the largest over the output channels of |b| + sum |w| |x|;
+// - p25 itself (p25_tc_cuda) within 1e-5 of float64 at the model's default init;
+// - shapes that are no multiple of the kernel's blocks (64 x 4 pixels), rounds (16 output
+//   channels) or steps (8 input channels), batch 1 and 3;
+// - NaN and infinities: the samples that hold one come out with NaN (the runtime recomputes
+//   them in the direct form, test_numerics.cpp checks the result), the others untouched.
+// Skipped without a GPU with tf32 tensor cores.
+#include "cuda_context.h"
+#include "fusedconv/device.h"
+#include "block_conv2d_min_tc.h"
+#include "p25_tc_cuda.h"
+#include "reference.h"
+
+#include "HalideBuffer.h"
+
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <random>
+
+namespace {
+
+using Halide::Runtime::Buffer;
+using fusedconv::reference::HostTensor;
+
+struct Problem {
+    int n, cin, cout, h, w;
+    float x_lo, x_hi;  // the inputs' range; weights and bias: PyTorch's default init
+};
+
+struct Case {
+    Buffer<float> x, wt, b;
+};
+
+Case make_case(const Problem &p, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const float bound = 1.0f / std::sqrt(9.0f * p.cin);
+    std::uniform_real_distribution<float> ux(p.x_lo, p.x_hi), uw(-bound, bound);
+    Case c{Buffer<float>(p.w, p.h, p.cin, p.n), Buffer<float>(3, 3, p.cin, p.cout), Buffer<float>(p.cout)};
+    c.x.for_each_value([&](float &v) { v = ux(rng); });
+    c.wt.for_each_value([&](float &v) { v = uw(rng); });
+    c.b.for_each_value([&](float &v) { v = uw(rng); });
+    return c;
+}
+
+bool tensor_cores() { return fusedconv::gpu_available() && fusedconv::cuda::has_tf32_tensor_cores(0); }
+
+#define REQUIRE_TENSOR_CORES()                                                                        \
+    do {                                                                                              \
+        if (!tensor_cores()) GTEST_SKIP() << "no CUDA device with tf32 tensor cores";                 \
+    } while (0)
+
+// The output (x, y, 1, n) on the host of p25 (p25_tc_cuda) or of the conv-min alone.
+Buffer<float> run_tc(Case &c, bool p25 = true) {
+    Buffer<float> out(c.x.dim(0).extent() - 2, c.x.dim(1).extent() - 2, 1, c.x.dim(3).extent());
+    c.x.set_host_dirty();
+    c.wt.set_host_dirty();
+    c.b.set_host_dirty();
+    EXPECT_EQ(p25 ? fusedconv_p25_tc_cuda(c.x, c.wt, c.b, out) : fusedconv_block_conv2d_min_tc(c.x, c.wt, c.b, out), 0);
+    out.copy_to_host();
+    return out;
+}
+
+// The float64 conv-min at (x, y, n), and its cond (above) in *cond.
+double conv_min(const Case &c, int x, int y, int n, double *cond) {
+    const int Cin = c.x.dim(2).extent(), Co = c.wt.dim(3).extent();
+    double mn = INFINITY;
+    *cond = 0;
+    for (int co = 0; co < Co; co++) {
+        double s = c.b(co), a = std::fabs(c.b(co));
+        for (int ci = 0; ci < Cin; ci++)
+            for (int ky = 0; ky < 3; ky++)
+                for (int kx = 0; kx < 3; kx++) {
+                    const double w = c.wt(kx, ky, ci, co), v = c.x(x + kx, y + ky, ci, n);
+                    s += w * v;
+                    a += std::fabs(w * v);
+                }
+        mn = std::min(mn, s);
+        *cond = std::max(*cond, a);
+    }
+    return mn;
+}
+
+// The conv-min's largest error as a multiple of n eps cond, over every output.
+double amplification(Case &c) {
+    const Buffer<float> out = run_tc(c, false);
+    const double terms = 9.0 * c.x.dim(2).extent() + 1;
+    double worst = 0;
+    out.for_each_element([&](int x, int y, int, int n) {
+        double cond;
+        const double want = conv_min(c, x, y, n, &cond), got = out(x, y, 0, n);
+        EXPECT_TRUE(std::isfinite(got)) << "at x " << x << ", y " << y << ", n " << n;
+        worst = std::max(worst, std::fabs(got - want) / (terms * (FLT_EPSILON / 2) * cond));
+    });
+    return worst;
+}
+
+class TensorCoreAccuracy : public ::testing::TestWithParam<Problem> {};
+
+TEST_P(TensorCoreAccuracy, ErrorWithinConditioningBound) {
+    REQUIRE_TENSOR_CORES();
+    const Problem p = GetParam();
+    for (uint32_t seed : {1u, 2u}) {
+        Case c = make_case(p, seed);
+        const double a = amplification(c);
+        std::printf("[ accuracy ] tensor cores n=%d cin=%d cout=%d %dx%d x in [%g, %g) seed %u: largest "
+                    "error / (n eps cond) %.4f\n",
+                    p.n, p.cin, p.cout, p.h, p.w, p.x_lo, p.x_hi, seed, a);
+        EXPECT_LE(a, 32.0);
+    }
+}
+
+// p25's channels on odd sizes (two blocks along x, a partial row of blocks); 17 and 33 output
+// channels (a round with one channel); fewer input channels than a step; batch 1, 2 and 3; the
+// smallest input; inputs as the model's default and of large magnitude.
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, TensorCoreAccuracy,
+    ::testing::Values(Problem{1, 16, 64, 21, 70, 0.f, 1.f}, Problem{2, 16, 17, 13, 19, -500.f, 500.f},
+                      Problem{1, 3, 5, 7, 6, -1.f, 1.f}, Problem{3, 9, 33, 10, 67, 0.f, 1.f},
+                      Problem{1, 1, 1, 3, 3, -1.f, 1.f}, Problem{1, 16, 16, 6, 131, -500.f, 500.f}));
+
+TEST(TensorCoreForm, P25MatchesFloat64) {
+    REQUIRE_TENSOR_CORES();
+    Case c = make_case({2, 16, 64, 13, 74, -1.f, 1.f}, 3);
+    const Buffer<float> out = run_tc(c);
+    double worst = 0;
+    out.for_each_element([&](int x, int y, int, int n) {
+        double cond;
+        worst = std::max(worst, std::fabs(out(x, y, 0, n) - std::tanh(std::tanh(conv_min(c, x, y, n, &cond)))));
+    });
+    std::printf("[ accuracy ] tensor cores p25, 2 x 16 x 13 x 74 -> 64 channels: max abs error %.3g\n", worst);
+    EXPECT_LE(worst, 1e-5);
+}
+
+// A NaN or an infinity marks its own sample only: every output there whose tiles reach it is
+// NaN (the runtime then recomputes the sample), and the other samples are unchanged.
+TEST(TensorCoreForm, NonFiniteInputsMarkTheirSamples) {
+    REQUIRE_TENSOR_CORES();
+    for (float bad : {std::numeric_limits<float>::quiet_NaN(), INFINITY, -INFINITY}) {
+        SCOPED_TRACE(bad);
+        Case clean = make_case({3, 16, 20, 12, 70, -1.f, 1.f}, 5);
+        const Buffer<float> want = run_tc(clean);
+        Case c = make_case({3, 16, 20, 12, 70, -1.f, 1.f}, 5);
+        c.x(33, 5, 7, 1) = bad;
+        const Buffer<float> got = run_tc(c);
+        int nan = 0;
+        got.for_each_element([&](int x, int y, int, int n) {
+            if (n != 1) {
+                EXPECT_EQ(got(x, y, 0, n), want(x, y, 0, n)) << "at x " << x << ", y " << y << ", n " << n;
+            } else if (std::isnan(got(x, y, 0, n))) {
+                nan++;
+            }
+        });
+        // The input's pixel lies in the windows of outputs x 31..33, y 3..5, of tiles x 28..35,
+        // y 0..7: at least those 9 outputs are NaN.
+        EXPECT_GE(nan, 9);
+        for (int y = 3; y <= 5; y++)
+            for (int x = 31; x <= 33; x++) EXPECT_TRUE(std::isnan(got(x, y, 0, 1))) << x << ", " << y;
+    }
+}
+
+}  // namespace
