@@ -49,17 +49,16 @@ ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weigh
     w.weight = clamped_weight2d(weight, kw, kh, cin, cout, name + "_w");
     define_winograd2d_taps(w.ux, w.u, w.weight, w.k, w.l, {v.z, v.c});
 
-    // A fragments: lane l holds, for element j = q % 4, u at output channel 16 rd + l / 4
-    // (+8 for odd j) and input channel 8 ks + l % 4 (+4 for j >= 2); q < 4 its tf32 value,
-    // q >= 4 the remainder's. Zero past cin and cout, so that those channels add nothing.
+    // A fragments: lane l holds element q (0-3) = u at output channel 16 rd + l / 4 (+8 for
+    // odd q) and input channel 8 ks + l % 4 (+4 for q >= 2), as its tf32 value (h = 0) and its
+    // remainder's (h = 1). Zero past cin and cout, so that those channels add nothing.
     {
-        Expr j = w.q % 4;
-        Expr co = RC * w.rd + w.lane / 4 + 8 * (j % 2), ci = step * w.ks + w.lane % 4 + 4 * (j / 2);
+        Expr co = RC * w.rd + w.lane / 4 + 8 * (w.q % 2), ci = step * w.ks + w.lane % 4 + 4 * (w.q / 2);
         Expr x = select(ci < cin && co < cout, w.u(w.p % K, w.p / K, ci, co), 0.0f);
         Expr hi = round_to_tf32(x);
-        w.uf(w.q, w.lane, w.ks, w.p, w.rd) = select(w.q < 4, hi, round_to_tf32(x - hi));
+        w.uf(w.q, w.lane, w.h, w.ks, w.p, w.rd) = select(w.h == 0, hi, round_to_tf32(x - hi));
     }
-    w.uw(w.q, w.lane, w.ks, w.p, w.rd) = w.uf(w.q, w.lane, w.ks, w.p, w.rd);
+    w.uw(w.q, w.lane, w.h, w.ks, w.p, w.rd) = w.uf(w.q, w.lane, w.h, w.ks, w.p, w.rd);
 
     // B fragments: lane 4 g8 + t4 of tile group tg, step ks holds b_jb = v at tile
     // 16 bx + 8 tg + g8 and input channel 8 ks + t4 + 4 jb.
@@ -74,19 +73,19 @@ ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weigh
     {
         Expr point = WP * w.wp + w.pi;
         std::vector<Expr> ua, vb;
-        for (int k = 0; k < 8; k++) ua.push_back(w.uw(k, w.t4 + 4 * w.g8, w.rk, point, w.rd));
+        for (int k = 0; k < 8; k++) ua.push_back(w.uw(k % 4, w.t4 + 4 * w.g8, k / 4, w.rk, point, w.rd));
         for (int k = 0; k < 2; k++) vb.push_back(w.vf(k, w.t4, w.g8, w.ni, w.rk, point, w.bx, w.ty, v.n));
         w.acc(w.t4, w.g8, w.pi, w.ni, w.wp, w.rd, w.bx, w.ty, v.n) = Tuple(mma_step(a, ua, vb));
     }
-    FuncRef sums = w.acc(w.t4, w.g8, w.pi, w.ni, w.wp, w.rd, w.bx, w.ty, v.n);
-    w.mfrag(w.e, w.t4, w.g8, w.pi, w.ni, w.wp, w.rd, w.bx, w.ty, v.n) =
-        mux(w.e, {sums[0], sums[1], sums[2], sums[3]});
-    // Element e of lane 4 g8 + t4 is the sum of channel g8 + 8 (e / 2) and tile 2 t4 + e % 2
-    // of its group: so channel c8 + 8 k4 of tile tx is element 2 k4 + tx % 2 of lane
+    // Element 2 eh + el of lane 4 g8 + t4 is the sum of channel g8 + 8 eh and tile 2 t4 + el of
+    // its group: so channel c8 + 8 k4 of tile tx is element (el, eh) = (tx % 2, k4) of lane
     // 4 c8 + (tx % 8) / 2, group tx / 8.
+    FuncRef sums = w.acc(w.t4, w.g8, w.pi, w.ni, w.wp, w.rd, w.bx, w.ty, v.n);
+    w.mfrag(w.el, w.eh, w.t4, w.g8, w.pi, w.ni, w.wp, w.rd, w.bx, w.ty, v.n) =
+        mux(2 * w.eh + w.el, {sums[0], sums[1], sums[2], sums[3]});
     w.m(w.p, w.tx, w.ty, w.k4, w.c8, w.rd, w.bx, v.n) =
-        w.mfrag(2 * w.k4 + w.tx % 2, (w.tx % TG) / 2, w.c8, w.p % WP, w.tx / TG, w.p / WP, w.rd, w.bx,
-                w.ty, v.n);
+        w.mfrag(w.tx % 2, w.k4, (w.tx % TG) / 2, w.c8, w.p % WP, w.tx / TG, w.p / WP, w.rd, w.bx, w.ty,
+                v.n);
 
     // The output transform, bias and NaN marking; each thread's running minimum over its
     // channels c8 + 8 k4 of every round (channels past cout left out).

@@ -27,7 +27,7 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
     blocks::V v;
     const int T = blocks::kWinogradTile, BT = blocks::kTensorCoreBlockTiles;
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), xh("xh"), xl("xl"), xp("xp"), th("th"), tl("tl"),
-        qo("qo"), qi("qi"), ql("ql"), kp("kp");
+        ql("ql"), kp("kp"), kt("kt");
 
     // Threads: 4 x 8 over x (2 pixels each) and 4 rows of y.
     out.bound(v.c, 0, 1)
@@ -40,15 +40,16 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
         .gpu_blocks(xo, yo, v.n)
         .gpu_threads(xl, xh, yi);
 
-    // 1. v staged once per block (its threads 4 x 8 x 2, the two steps a serial loop).
+    // 1. v staged once per block, a thread per (lane, tile group, step): 4 x 8 x 4.
     w.vf.compute_at(out, xo)
         .store_in(MemoryType::GPUShared)
         .bound(w.jb, 0, 2).bound(w.t4, 0, 4).bound(w.g8, 0, 8).bound(w.tg, 0, 2).bound(w.ks, 0, 2)
         .bound(w.p, 0, 36)
-        .reorder(w.p, w.jb, w.ks, w.t4, w.g8, w.tg)
+        .reorder(w.p, w.jb, w.t4, w.g8, w.ks, w.tg)
+        .fuse(w.ks, w.tg, kt)
         .unroll(w.jb)
         .unroll(w.p)
-        .gpu_threads(w.t4, w.g8, w.tg);
+        .gpu_threads(w.t4, w.g8, kt);
     w.vx.compute_at(w.vf, w.jb).store_in(MemoryType::Register).unroll(w.k).unroll(v.y);
 
     // 3. The running minimum; its update's round loop (outermost, at block level) holds step 2.
@@ -72,33 +73,38 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
     w.poison.compute_at(w.part, w.rc.x).store_in(MemoryType::Register);
     w.ox.compute_at(w.part, w.rc.x).store_in(MemoryType::Register).unroll(w.i).unroll(w.l);
 
-    // 2. A round's sums, handed over in shared memory as one 16-byte store a lane and point;
-    // t4's storage padded to 5, so that the output transform's reads (8 channels x 4 tiles a
-    // warp) fall in distinct banks more often.
+    // 2. A round's sums, handed over in shared memory, a lane's two elements of a channel at a
+    // time (8-byte stores). Stored (el, t4, g8, eh, ...) with t4 padded to 6: the output
+    // transform's reads of one point (a warp: 4 tiles x 8 channels, words el + 2 t4 + 12 g8)
+    // fall in 32 distinct banks.
     w.mfrag.compute_at(w.part, w.rc.y)
         .store_in(MemoryType::GPUShared)
-        .bound(w.e, 0, 4).bound(w.t4, 0, 4).bound(w.g8, 0, 8).bound(w.pi, 0, 9).bound(w.ni, 0, 2)
-        .bound(w.wp, 0, 4)
-        .reorder(w.e, w.pi, w.ni, w.t4, w.g8, w.wp)
-        .vectorize(w.e)
+        .bound(w.el, 0, 2).bound(w.eh, 0, 2).bound(w.t4, 0, 4).bound(w.g8, 0, 8).bound(w.pi, 0, 9)
+        .bound(w.ni, 0, 2).bound(w.wp, 0, 4)
+        .reorder(w.el, w.eh, w.pi, w.ni, w.t4, w.g8, w.wp)
+        .vectorize(w.el)
+        .unroll(w.eh)
         .unroll(w.pi)
         .unroll(w.ni)
         .gpu_threads(w.t4, w.g8, w.wp)
-        .align_storage(w.t4, 5);
+        .reorder_storage(w.el, w.t4, w.g8, w.eh, w.pi, w.ni, w.wp)
+        .align_storage(w.t4, 6);
     w.acc.compute_at(w.mfrag, w.t4).store_in(MemoryType::Register).unroll(w.pi).unroll(w.ni);
     w.acc.update().reorder(w.pi, w.ni, w.rk).unroll(w.pi).unroll(w.ni);
-    // u's fragments loaded as 16-byte vectors: uf's strides are dense from 0 (bounded below).
+    // u's fragments loaded as 16-byte vectors, a warp's 512 contiguous bytes each: uf's
+    // strides are dense from 0 (bounded below).
     w.uw.compute_at(w.acc, w.pi)
         .store_in(MemoryType::Register)
-        .bound(w.q, 0, 8)
-        .split(w.q, qo, qi, 4)
-        .unroll(qo)
-        .vectorize(qi);
+        .bound(w.q, 0, 4)
+        .bound(w.h, 0, 2)
+        .vectorize(w.q)
+        .unroll(w.h);
 
     // u's fragments: one small kernel, 256 threads a (step, point), a block row per round.
     w.uf.compute_root()
-        .bound(w.q, 0, 8).bound(w.lane, 0, 32).bound(w.ks, 0, 2).bound(w.p, 0, 36)
+        .bound(w.q, 0, 4).bound(w.lane, 0, 32).bound(w.h, 0, 2).bound(w.ks, 0, 2).bound(w.p, 0, 36)
         .fuse(w.q, w.lane, ql)
+        .fuse(ql, w.h, ql)
         .fuse(w.ks, w.p, kp)
         .gpu_blocks(kp, w.rd)
         .gpu_threads(ql);
