@@ -79,8 +79,8 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
     // fall in 32 distinct banks.
     w.mfrag.compute_at(w.part, w.rc.y)
         .store_in(MemoryType::GPUShared)
-        .bound(w.el, 0, 2).bound(w.eh, 0, 2).bound(w.t4, 0, 4).bound(w.g8, 0, 8).bound(w.pi, 0, 9)
-        .bound(w.ni, 0, 2).bound(w.wp, 0, 4)
+        .bound(w.el, 0, 2).bound(w.eh, 0, 2).bound(w.t4, 0, 4).bound(w.g8, 0, 8)
+        .bound(w.pi, 0, blocks::kTensorCoreWarpPoints).bound(w.ni, 0, 2).bound(w.wp, 0, blocks::kTensorCoreWarps)
         .reorder(w.el, w.eh, w.pi, w.ni, w.t4, w.g8, w.wp)
         .vectorize(w.el)
         .unroll(w.eh)
@@ -90,7 +90,7 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
         .reorder_storage(w.el, w.t4, w.g8, w.eh, w.pi, w.ni, w.wp)
         .align_storage(w.t4, 6);
     w.acc.compute_at(w.mfrag, w.t4).store_in(MemoryType::Register).unroll(w.pi).unroll(w.ni);
-    w.acc.update().reorder(w.pi, w.ni, w.rk).unroll(w.pi).unroll(w.ni);
+    w.acc.update().reorder(w.pi, w.ni, w.rk).unroll(w.pi).unroll(w.ni).unroll(w.rk);
     // u's fragments loaded as 16-byte vectors, a warp's 512 contiguous bytes each: uf's
     // strides are dense from 0 (bounded below).
     w.uw.compute_at(w.acc, w.pi)
