@@ -9,15 +9,16 @@ using namespace Halide;
 //  1. v of its tiles and 16 input channels, staged once in shared memory in B-fragment order
 //     (37 KB), its row transform in registers;
 //  2. per round of 16 output channels, each warp's mma steps (9 points x 2 tile groups x 2
-//     steps) into registers, handed to shared memory (45 KB);
+//     steps) into registers, handed to shared memory (54 KB with the padding);
 //  3. the output transform, a thread per (channel c8, tile), folded into the running minimum
 //     of its channels c8 and c8 + 8 (shared, 8 KB);
 //  4. the output: the minimum over the 8 channel groups and the epilogue.
-// 91 KB of shared memory a block, past the 48 KB a launch gets without the kernel's attribute
-// raised (the runtime's launch hook does it). u's fragments are a small kernel of their own
-// (74 KB for p25's 64 output channels), read by every block through L1.
-// Measured on an H100 (p25, 128 x 16 x 256 x 256, 64 channels): see schedules/NOTES.md,
-// "Tensor cores through a PTX splice".
+// 98 KB of shared memory a block, past the 48 KB a launch gets without the kernel's attribute
+// raised (the runtime's launch hook does it): 2 blocks, 8 warps per SM. u's fragments are a
+// small kernel of their own (295 KB for p25's 64 output channels), read by every block
+// through L1. H100 (p25, 128 x 16 x 256 x 256): 2.09-2.19 ms against 2.91-2.92 for the tile
+// form (p25_xy_cuda); ncu: L1 73% busy, issue 43%, tensor pipe 18%, the stalls led by
+// fixed-latency dependencies (schedules/NOTES.md, "p25's tensor-core form in the library").
 void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, Func out,
                                          const Target &target) {
     if (!target.has_feature(Target::CUDA)) {
@@ -40,7 +41,8 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
         .gpu_blocks(xo, yo, v.n)
         .gpu_threads(xl, xh, yi);
 
-    // 1. v staged once per block, a thread per (lane, tile group, step): 4 x 8 x 4.
+    // 1. v staged once per block, a thread per (lane, tile group, step): 4 x 8 x 4 (the steps
+    // a serial loop on half the threads was 5% slower).
     w.vf.compute_at(out, xo)
         .store_in(MemoryType::GPUShared)
         .bound(w.jb, 0, 2).bound(w.t4, 0, 4).bound(w.g8, 0, 8).bound(w.tg, 0, 2).bound(w.ks, 0, 2)
@@ -74,13 +76,15 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
     w.ox.compute_at(w.part, w.rc.x).store_in(MemoryType::Register).unroll(w.i).unroll(w.l);
 
     // 2. A round's sums, handed over in shared memory, a lane's two elements of a channel at a
-    // time (8-byte stores). Stored (el, t4, g8, eh, ...) with t4 padded to 6: the output
+    // time (8-byte stores), stored (el, t4, g8, eh, ...) with t4 padded to 6: the output
     // transform's reads of one point (a warp: 4 tiles x 8 channels, words el + 2 t4 + 12 g8)
-    // fall in 32 distinct banks.
+    // fall in 32 distinct banks (load conflicts 53M -> 15M; the time within the noise). Both
+    // input-channel steps unrolled (2% faster).
     w.mfrag.compute_at(w.part, w.rc.y)
         .store_in(MemoryType::GPUShared)
         .bound(w.el, 0, 2).bound(w.eh, 0, 2).bound(w.t4, 0, 4).bound(w.g8, 0, 8)
-        .bound(w.pi, 0, blocks::kTensorCoreWarpPoints).bound(w.ni, 0, 2).bound(w.wp, 0, blocks::kTensorCoreWarps)
+        .bound(w.pi, 0, blocks::kTensorCoreWarpPoints).bound(w.ni, 0, 2)
+        .bound(w.wp, 0, blocks::kTensorCoreWarps)
         .reorder(w.el, w.eh, w.pi, w.ni, w.t4, w.g8, w.wp)
         .vectorize(w.el)
         .unroll(w.eh)
@@ -91,8 +95,9 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
         .align_storage(w.t4, 6);
     w.acc.compute_at(w.mfrag, w.t4).store_in(MemoryType::Register).unroll(w.pi).unroll(w.ni);
     w.acc.update().reorder(w.pi, w.ni, w.rk).unroll(w.pi).unroll(w.ni).unroll(w.rk);
-    // u's fragments loaded as 16-byte vectors, a warp's 512 contiguous bytes each: uf's
-    // strides are dense from 0 (bounded below).
+    // u's fragments loaded as 16-byte vectors, a warp's 512 contiguous bytes each (against
+    // 1 KB spans at a 32-byte stride: 10% faster): uf's strides are dense from 0 (bounded
+    // below).
     w.uw.compute_at(w.acc, w.pi)
         .store_in(MemoryType::Register)
         .bound(w.q, 0, 4)

@@ -12,7 +12,8 @@
 //  4. the output: the minimum over the 8 channel groups, tanh, tanh.
 // The transformed taps come from the host as fragments (mma_splice.h). 91 KB of shared
 // memory a block: the launch needs the dynamic shared memory attribute raised (p25_main.cpp).
-// Not part of the library (README.md); it has no NaN handling.
+// Not part of the library (README.md); it has no NaN handling. The library's p25 kernel on
+// tensor cores is this structure made general (generators/winograd2d_tensor_core.h).
 #include "Halide.h"
 #include "mma_step.h"
 #include "winograd.h"
