@@ -1,4 +1,4 @@
-// The generators' side of mma_splice.h: the four new accumulator elements of one mma step,
+// The generators' side of runtime/src/mma_splice.h: the four new accumulator elements of one mma step,
 // written as the placeholder calls that splice_mma replaces.
 #pragma once
 

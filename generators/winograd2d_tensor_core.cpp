@@ -2,7 +2,8 @@
 
 #include "mma_step.h"
 
-#include <limits>
+#include <initializer_list>
+#include <utility>
 
 namespace fusedconv::blocks {
 
@@ -25,20 +26,12 @@ ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weigh
     const int K = kWinogradPoints, T = kWinogradTile, RC = kTensorCoreRoundChannels,
               TG = kTensorCoreTileGroup, BT = kTensorCoreBlockTiles, WP = kTensorCoreWarpPoints;
     const int step = kTensorCoreMaxCin / 2;  // input channels of one mma step
-    w.ux = Func(name + "_ux");
-    w.u = Func(name + "_u");
-    w.uf = Func(name + "_uf");
-    w.uw = Func(name + "_uw");
-    w.vx = Func(name + "_vx");
-    w.v = Func(name + "_v");
-    w.vf = Func(name + "_vf");
-    w.acc = Func(name + "_acc");
-    w.mfrag = Func(name + "_mfrag");
-    w.m = Func(name + "_m");
-    w.ox = Func(name + "_ox");
-    w.poison = Func(name + "_poison");
-    w.tiles = Func(name + "_tiles");
-    w.part = Func(name + "_part");
+    for (auto [f, stage] : std::initializer_list<std::pair<Func *, const char *>>{
+             {&w.ux, "ux"}, {&w.u, "u"}, {&w.uf, "uf"}, {&w.uw, "uw"}, {&w.vx, "vx"}, {&w.v, "v"},
+             {&w.vf, "vf"}, {&w.acc, "acc"}, {&w.mfrag, "mfrag"}, {&w.m, "m"}, {&w.ox, "ox"},
+             {&w.poison, "poison"}, {&w.tiles, "tiles"}, {&w.part, "part"}}) {
+        *f = Func(name + "_" + stage);
+    }
     w.f = Func(name);
     w.rounds = (cout + (RC - 1)) / RC;
 
@@ -66,7 +59,7 @@ ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weigh
     w.vf(w.jb, w.t4, w.g8, w.tg, w.ks, w.p, w.bx, w.ty, v.n) =
         w.v(w.p % K, w.p / K, BT * w.bx + TG * w.tg + w.g8, w.ty, step * w.ks + w.t4 + 4 * w.jb, v.n);
 
-    // The sums: warp wp's point 9 wp + pi, tile group ni, round rd, over the two steps.
+    // The sums: warp wp's point WP wp + pi, tile group ni, round rd, over the two steps.
     w.rk = RDom(0, kTensorCoreMaxCin / step, name + "_rk");
     FuncRef a = w.acc(w.t4, w.g8, w.pi, w.ni, w.wp, w.rd, w.bx, w.ty, v.n);
     w.acc(w.t4, w.g8, w.pi, w.ni, w.wp, w.rd, w.bx, w.ty, v.n) = Tuple(0.0f, 0.0f, 0.0f, 0.0f);
