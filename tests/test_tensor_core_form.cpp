@@ -16,8 +16,8 @@
 #include "fusedconv/device.h"
 #include "block_conv2d.h"
 #include "block_conv2d_min_tc.h"
+#include "conv2d_case.h"
 #include "p25_tc_cuda.h"
-#include "reference.h"
 
 #include "HalideBuffer.h"
 
@@ -27,32 +27,14 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
-#include <random>
 
 namespace {
 
 using Halide::Runtime::Buffer;
-using fusedconv::reference::HostTensor;
 
-struct Problem {
-    int n, cin, cout, h, w;
-    float x_lo, x_hi;  // the inputs' range; weights and bias: PyTorch's default init
-};
-
-struct Case {
-    Buffer<float> x, wt, b;
-};
-
-Case make_case(const Problem &p, uint32_t seed) {
-    std::mt19937 rng(seed);
-    const float bound = 1.0f / std::sqrt(9.0f * p.cin);
-    std::uniform_real_distribution<float> ux(p.x_lo, p.x_hi), uw(-bound, bound);
-    Case c{Buffer<float>(p.w, p.h, p.cin, p.n), Buffer<float>(3, 3, p.cin, p.cout), Buffer<float>(p.cout)};
-    c.x.for_each_value([&](float &v) { v = ux(rng); });
-    c.wt.for_each_value([&](float &v) { v = uw(rng); });
-    c.b.for_each_value([&](float &v) { v = uw(rng); });
-    return c;
-}
+using Problem = fusedconv::testutil::Conv2dProblem;
+using Case = fusedconv::testutil::Conv2dBuffers;
+constexpr auto make_case = fusedconv::testutil::make_conv2d_buffers;
 
 bool tensor_cores() { return fusedconv::gpu_available() && fusedconv::cuda::has_tf32_tensor_cores(0); }
 

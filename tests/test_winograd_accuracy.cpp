@@ -17,6 +17,7 @@
 #include "block_winograd_xy.h"
 
 #include "HalideBuffer.h"
+#include "conv2d_case.h"
 #include "reference.h"
 
 #include <gtest/gtest.h>
@@ -35,25 +36,14 @@ using fusedconv::reference::HostTensor;
 enum class Form { Direct, X, XY };
 const char *name(Form f) { return f == Form::Direct ? "direct" : f == Form::X ? "x" : "xy"; }
 
-struct Problem {
-    int n, cin, cout, h, w;
-    float x_lo, x_hi;  // the inputs' range; weights and bias: PyTorch's default init
-};
+using Problem = fusedconv::testutil::Conv2dProblem;
 
-struct Case {
-    Buffer<float> x, wt, b;
+struct Case : fusedconv::testutil::Conv2dBuffers {
     HostTensor xr, wr, br;
 };
 
 Case make_case(const Problem &p, uint32_t seed) {
-    std::mt19937 rng(seed);
-    const float bound = 1.0f / std::sqrt(9.0f * p.cin);
-    std::uniform_real_distribution<float> ux(p.x_lo, p.x_hi), uw(-bound, bound);
-    Case c{Buffer<float>(p.w, p.h, p.cin, p.n), Buffer<float>(3, 3, p.cin, p.cout),
-           Buffer<float>(p.cout), {}, {}, {}};
-    c.x.for_each_value([&](float &v) { v = ux(rng); });
-    c.wt.for_each_value([&](float &v) { v = uw(rng); });
-    c.b.for_each_value([&](float &v) { v = uw(rng); });
+    Case c{fusedconv::testutil::make_conv2d_buffers(p, seed), {}, {}, {}};
     c.xr = fusedconv::reference::from_float({p.n, p.cin, p.h, p.w}, c.x.data());
     c.wr = fusedconv::reference::from_float({p.cout, p.cin, 3, 3}, c.wt.data());
     c.br = fusedconv::reference::from_float({p.cout}, c.b.data());

@@ -1,26 +1,24 @@
-// What the probe's programs install around Halide 14's CUDA runtime before their first call.
-// The runtime takes its driver entry points through halide_get_library_symbol, and these wrap
-// two of them:
-// - cuModuleLoadDataEx: the module's placeholder calls spliced into mma.sync (mma_splice.h),
-//   and the JIT's error log printed when it refuses the result;
-// - cuLaunchKernel: a kernel's dynamic shared memory attribute raised first when a launch asks
-//   for more than 48 KB, which Halide 14 never does itself.
+// What the probe's programs install around Halide 14's CUDA runtime before their first call:
+// the library's own driver hooks (runtime/src/tensor_core_hooks.h: the placeholder calls
+// spliced into mma.sync when a module loads, and launches past 48 KB of shared memory allowed),
+// without the rest of the library, whose Halide runtime would be a second one in the program.
 // Halide's errors are kept as a message (halide_message) instead of ending the program.
 #pragma once
 
 #include <functional>
 #include <string>
 
+#include "tensor_core_hooks.h"
+
 struct halide_buffer_t;
 
 namespace tc_probe {
 
-// `tool` names the program in the messages. Also sets HL_CUDA_JIT_MAX_REGISTERS to 255 (as the
-// library does), unless it is set.
-void install_driver_hooks(const char *tool);
+// Also sets HL_CUDA_JIT_MAX_REGISTERS to 255 (as the library does), unless it is set.
+void install_driver_hooks();
 
 // The groups spliced into the last module loaded (-1 before any).
-int spliced_groups();
+using fusedconv::cuda::spliced_groups;
 
 // The last error Halide reported.
 const std::string &halide_message();

@@ -54,7 +54,7 @@ int main(int argc, char **argv) {
                 cout_, kernel.c_str(), 8 * k.n_blocks, 16 * k.m_blocks);
         return 2;
     }
-    tc_probe::install_driver_hooks("tc_probe");
+    tc_probe::install_driver_hooks();
 
     const int P = k.points, KS = cin / 8, CG = cout_ / 16, TG = tiles / 8, NU = k.presplit ? 8 : 4;
     Buffer<float> u(cin, cout_, P), v(tiles, cin, P);

@@ -4,6 +4,7 @@
 
 #include "HalideRuntime.h"
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -30,11 +31,14 @@ constexpr unsigned kDefaultSharedBytes = 48 * 1024;
 LoadDataEx real_load = nullptr;
 LaunchKernel real_launch = nullptr;
 FuncSetAttribute set_attribute = nullptr;
+std::atomic<int> last_groups{-1};
 
 int load_spliced(void **module, const void *image, unsigned n, int *options, void **values) {
     std::string ptx;
     try {
-        ptx = splice_mma(static_cast<const char *>(image));
+        int groups = 0;
+        ptx = splice_mma(static_cast<const char *>(image), &groups);
+        last_groups.store(groups);
     } catch (const std::exception &e) {
         std::fprintf(stderr, "fusedconv: a kernel's tensor-core steps cannot be spliced: %s\n", e.what());
         return kInvalidPtx;
@@ -79,5 +83,7 @@ void *get_symbol(void *lib, const char *name) {
 }  // namespace
 
 void install_tensor_core_hooks() { halide_set_custom_get_library_symbol(get_symbol); }
+
+int spliced_groups() { return last_groups.load(); }
 
 }  // namespace fusedconv::cuda

@@ -12,7 +12,11 @@
 
 namespace fusedconv::cuda {
 
-// Installs the wrappers; cuda_context.cpp calls it before any pipeline loads the driver.
+// Installs the wrappers; cuda_context.cpp calls it before any pipeline loads the driver (and
+// bench/tensor_core_probe's programs, which use Halide's runtime without the library).
 void install_tensor_core_hooks();
+
+// The placeholder groups spliced into the last module loaded (-1 before any), for diagnostics.
+int spliced_groups();
 
 }  // namespace fusedconv::cuda
