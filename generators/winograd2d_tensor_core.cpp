@@ -29,7 +29,7 @@ ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weigh
     for (auto [f, stage] : std::initializer_list<std::pair<Func *, const char *>>{
              {&w.ux, "ux"}, {&w.u, "u"}, {&w.uf, "uf"}, {&w.uw, "uw"}, {&w.vx, "vx"}, {&w.v, "v"},
              {&w.vf, "vf"}, {&w.acc, "acc"}, {&w.mfrag, "mfrag"}, {&w.m, "m"}, {&w.ox, "ox"},
-             {&w.poison, "poison"}, {&w.tiles, "tiles"}, {&w.part, "part"}}) {
+             {&w.poison, "poison"}, {&w.tiles, "tiles"}, {&w.part, "part"}, {&w.groups, "groups"}}) {
         *f = Func(name + "_" + stage);
     }
     w.f = Func(name);
@@ -73,29 +73,33 @@ ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weigh
     // Element 2 eh + el of lane 4 g8 + t4 is the sum of channel g8 + 8 eh and tile 2 t4 + el of
     // its group: so channel c8 + 8 k4 of tile tx is element (el, eh) = (tx % 2, k4) of lane
     // 4 c8 + (tx % 8) / 2, group tx / 8.
-    FuncRef sums = w.acc(w.t4, w.g8, w.pi, w.ni, w.wp, w.rd, w.bx, w.ty, v.n);
-    w.mfrag(w.el, w.eh, w.t4, w.g8, w.pi, w.ni, w.wp, w.rd, w.bx, w.ty, v.n) =
+    FuncRef sums = w.acc(w.t4, w.g4 + 4 * w.g2, w.pi, w.ni, w.wp, w.rd, w.bx, w.ty, v.n);
+    w.mfrag(w.el, w.eh, w.t4, w.g4, w.g2, w.pi, w.ni, w.wp, w.rd, w.bx, w.ty, v.n) =
         mux(2 * w.eh + w.el, {sums[0], sums[1], sums[2], sums[3]});
     w.m(w.p, w.tx, w.ty, w.k4, w.c8, w.rd, w.bx, v.n) =
-        w.mfrag(w.tx % 2, w.k4, (w.tx % TG) / 2, w.c8, w.p % WP, w.tx / TG, w.p / WP, w.rd, w.bx, w.ty,
-                v.n);
+        w.mfrag(w.tx % 2, w.k4, (w.tx % TG) / 2, w.c8 % 4, w.c8 / 4, w.p % WP, w.tx / TG, w.p / WP, w.rd,
+                w.bx, w.ty, v.n);
 
     // The output transform, bias and NaN marking; each thread's running minimum over its
-    // channels c8 + 8 k4 of every round (channels past cout left out).
+    // channels c8 + 8 k4 of every round (channels past cout left out), a round's two folded first.
     define_winograd2d_output(w.ox, w.poison, w.tiles, w.m, bias, RC * w.rd + 8 * w.k4 + w.c8, cout, w,
                              {w.k4, w.c8, w.rd, w.bx, v.n});
     const Expr largest = Float(32).max();
-    w.rc = RDom(0, RC / 8, 0, w.rounds, name + "_rc");
+    w.rc = RDom(0, w.rounds, name + "_rc");
+    Expr round_min;
+    for (int k4 = 0; k4 < RC / 8; k4++) {
+        Expr value = select(RC * w.rc + 8 * k4 + w.c8 < cout,
+                            w.tiles(w.i, w.j, w.tx, w.ty, k4, w.c8, w.rc, w.bx, v.n), largest);
+        round_min = k4 == 0 ? value : nan_min(round_min, value);
+    }
     w.part(w.c8, w.tx, w.i, w.j, w.bx, w.ty, v.n) = largest;
-    Expr value = w.tiles(w.i, w.j, w.tx, w.ty, w.rc.x, w.c8, w.rc.y, w.bx, v.n);
-    w.part(w.c8, w.tx, w.i, w.j, w.bx, w.ty, v.n) =
-        nan_min(w.part(w.c8, w.tx, w.i, w.j, w.bx, w.ty, v.n),
-                select(RC * w.rc.y + 8 * w.rc.x + w.c8 < cout, value, largest));
+    w.part(w.c8, w.tx, w.i, w.j, w.bx, w.ty, v.n) = nan_min(w.part(w.c8, w.tx, w.i, w.j, w.bx, w.ty, v.n), round_min);
 
     // The minimum over the 8 channel groups of pixel (x, y).
     Expr tx = (v.x / T) % BT, bx = v.x / (T * BT), ty = v.y / T;
-    Expr mn = w.part(0, tx, v.x % T, v.y % T, bx, ty, v.n);
-    for (int k = 1; k < 8; k++) mn = nan_min(mn, w.part(k, tx, v.x % T, v.y % T, bx, ty, v.n));
+    w.groups(w.k, v.x, v.y, v.n) = w.part(w.k, tx, v.x % T, v.y % T, bx, ty, v.n);
+    Expr mn = w.groups(0, v.x, v.y, v.n);
+    for (int k = 1; k < 8; k++) mn = nan_min(mn, w.groups(k, v.x, v.y, v.n));
     w.f(v.x, v.y, v.n) = mn;
     return w;
 }

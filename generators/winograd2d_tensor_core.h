@@ -46,12 +46,13 @@ constexpr int kTensorCoreWarpPoints = 9;
 struct ConvMinWinogradTensorCore : ConvWinograd2DVars {
     // Fragment indices (mma_splice.h's layout): lane = 4 g8 + t4; q the A element, h its tf32
     // value (0) or remainder (1); jb the B element; (el, eh) the accumulator element 2 eh + el
-    // (tile 2 t4 + el, channel g8 + 8 eh); ks the step of 8
+    // (tile 2 t4 + el, channel g8 + 8 eh), g8 = g4 + 4 g2 where the hand-off's storage needs the
+    // two apart; ks the step of 8
     // input channels; tg the tile group (8 tiles) of a block, bx the block along x; pi the
     // point of warp wp (point 9 wp + pi); ni the tile group of a warp's sums; rd the round of
     // 16 output channels; c8, k4: a round's channel c8 + 8 k4. A block's tile is tx (0-15; the
     // tile along x is 16 bx + tx), its row of tiles ty.
-    Var q{"tq"}, h{"tqh"}, lane{"tlane"}, t4{"tt4"}, g8{"tg8"}, jb{"tjb"}, el{"tel"}, eh{"teh"}, ks{"tks"}, tg{"ttg"},
+    Var q{"tq"}, h{"tqh"}, lane{"tlane"}, t4{"tt4"}, g8{"tg8"}, jb{"tjb"}, el{"tel"}, eh{"teh"}, g4{"tg4"}, g2{"tg2"}, ks{"tks"}, tg{"ttg"},
         bx{"tbx"}, pi{"tpi"}, ni{"tni"}, wp{"twp"}, rd{"trd"}, c8{"tc8"}, k4{"tk4"};
     Func source;  // (x, y, ci, n): the input, edge-clamped, zero past cin
     Func weight;  // (kx, ky, ci, co): the weights, every index clamped
@@ -62,11 +63,12 @@ struct ConvMinWinogradTensorCore : ConvWinograd2DVars {
     Func vf;      // (jb, t4, g8, tg, ks, p, bx, ty, n): v's B fragments
     Func acc;     // (t4, g8, pi, ni, wp, rd, bx, ty, n): Tuple of the 4 accumulator elements
     RDom rk;      // the two steps of 8 input channels
-    Func mfrag;   // (el, eh, t4, g8, pi, ni, wp, rd, bx, ty, n): acc's elements
+    Func mfrag;   // (el, eh, t4, g4, g2, pi, ni, wp, rd, bx, ty, n): acc's elements
     Func m;       // (p, tx, ty, k4, c8, rd, bx, n): the sums at point p of channel c8 + 8 k4
     Func ox, poison, tiles;  // define_winograd2d_output's, (.., tx, ty, k4, c8, rd, bx, n)
-    RDom rc;      // (k4, rd): the channels a thread folds into part
+    RDom rc;      // the rounds a thread folds into part
     Func part;    // (c8, tx, i, j, bx, ty, n): the minimum over channels c8 + 8 k
+    Func groups;  // (k, x, y, n): part's channel group k at pixel (x, y)
     Func f;       // (x, y, n): the minimum over output channels of the conv plus bias
     Expr rounds;  // ceil(cout / 16)
 };

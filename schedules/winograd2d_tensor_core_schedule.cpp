@@ -28,7 +28,7 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
     blocks::V v;
     const int T = blocks::kWinogradTile, BT = blocks::kTensorCoreBlockTiles;
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), xh("xh"), xl("xl"), xp("xp"), th("th"), tl("tl"),
-        ql("ql"), kp("kp"), kt("kt");
+        ql("ql"), kp("kp"), kt("kt"), g8("g8");
 
     // Threads: 4 x 8 over x (2 pixels each) and 4 rows of y.
     out.bound(v.c, 0, 1)
@@ -40,6 +40,9 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
         .unroll(xp)
         .gpu_blocks(xo, yo, v.n)
         .gpu_threads(xl, xh, yi);
+    // 4. A pixel's 8 channel groups read as two 16-byte vectors: read one at a time, a warp's
+    // 32 pixels fell on 4 banks (8-way conflicts).
+    w.groups.compute_at(out, xp).store_in(MemoryType::Register).bound(w.k, 0, 8).vectorize(w.k, 4);
 
     // 1. v staged once per block, a thread per (lane, tile group, step): 4 x 8 x 4 (the steps
     // a serial loop on half the threads was 5% slower).
@@ -64,34 +67,36 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
         .unroll(w.i)
         .unroll(w.j)
         .gpu_threads(tl, w.c8, th);
+    // A thread's two channels of a round folded in registers before part's read-modify-write.
     w.part.update()
         .split(w.tx, th, tl, 4)
-        .reorder(w.i, w.j, w.rc.x, tl, w.c8, th, w.rc.y)
+        .reorder(w.i, w.j, tl, w.c8, th, w.rc)
         .unroll(w.i)
         .unroll(w.j)
-        .unroll(w.rc.x)
         .gpu_threads(tl, w.c8, th);
-    w.tiles.compute_at(w.part, w.rc.x).store_in(MemoryType::Register).unroll(w.i).unroll(w.j);
-    w.poison.compute_at(w.part, w.rc.x).store_in(MemoryType::Register);
-    w.ox.compute_at(w.part, w.rc.x).store_in(MemoryType::Register).unroll(w.i).unroll(w.l);
+    const LoopLevel thread(w.part, tl);
+    w.tiles.compute_at(thread).store_in(MemoryType::Register).unroll(w.i).unroll(w.j).unroll(w.k4);
+    w.poison.compute_at(thread).store_in(MemoryType::Register).unroll(w.k4);
+    w.ox.compute_at(thread).store_in(MemoryType::Register).unroll(w.i).unroll(w.l).unroll(w.k4);
 
     // 2. A round's sums, handed over in shared memory, a lane's two elements of a channel at a
-    // time (8-byte stores), stored (el, t4, g8, eh, ...) with t4 padded to 6: the output
-    // transform's reads of one point (a warp: 4 tiles x 8 channels, words el + 2 t4 + 12 g8)
-    // fall in 32 distinct banks (load conflicts 53M -> 15M; the time within the noise). Both
-    // input-channel steps unrolled (2% faster).
-    w.mfrag.compute_at(w.part, w.rc.y)
+    // time (8-byte stores), stored (el, t4, g2, g4, eh, ...) with t4 padded to 6, so at words
+    // el + 2 t4 + 12 g2 + 24 g4: a half-warp's stores (t4, g4) and the output transform's reads of
+    // one point (a warp: 4 tiles x 8 channels) each fall in 32 distinct banks. Both input-channel
+    // steps unrolled (2% faster).
+    w.mfrag.compute_at(w.part, w.rc)
         .store_in(MemoryType::GPUShared)
-        .bound(w.el, 0, 2).bound(w.eh, 0, 2).bound(w.t4, 0, 4).bound(w.g8, 0, 8)
+        .bound(w.el, 0, 2).bound(w.eh, 0, 2).bound(w.t4, 0, 4).bound(w.g4, 0, 4).bound(w.g2, 0, 2)
         .bound(w.pi, 0, blocks::kTensorCoreWarpPoints).bound(w.ni, 0, 2)
         .bound(w.wp, 0, blocks::kTensorCoreWarps)
-        .reorder(w.el, w.eh, w.pi, w.ni, w.t4, w.g8, w.wp)
+        .reorder(w.el, w.eh, w.pi, w.ni, w.t4, w.g4, w.g2, w.wp)
+        .fuse(w.g4, w.g2, g8)
         .vectorize(w.el)
         .unroll(w.eh)
         .unroll(w.pi)
         .unroll(w.ni)
-        .gpu_threads(w.t4, w.g8, w.wp)
-        .reorder_storage(w.el, w.t4, w.g8, w.eh, w.pi, w.ni, w.wp)
+        .gpu_threads(w.t4, g8, w.wp)
+        .reorder_storage(w.el, w.t4, w.g2, w.g4, w.eh, w.pi, w.ni, w.wp)
         .align_storage(w.t4, 6);
     w.acc.compute_at(w.mfrag, w.t4).store_in(MemoryType::Register).unroll(w.pi).unroll(w.ni);
     w.acc.update().reorder(w.pi, w.ni, w.rk).unroll(w.pi).unroll(w.ni).unroll(w.rk);
