@@ -16,9 +16,10 @@ using namespace Halide;
 // 98 KB of shared memory a block, past the 48 KB a launch gets without the kernel's attribute
 // raised (the runtime's launch hook does it): 2 blocks, 8 warps per SM. u's fragments are a
 // small kernel of their own (295 KB for p25's 64 output channels), read by every block
-// through L1. H100 (p25, 128 x 16 x 256 x 256): 2.09-2.19 ms against 2.91-2.92 for the tile
-// form (p25_xy_cuda); ncu: L1 73% busy, issue 43%, tensor pipe 18%, the stalls led by
-// fixed-latency dependencies (schedules/NOTES.md, "p25's tensor-core form in the library").
+// through L1. H100 (p25, 128 x 16 x 256 x 256): 1.91-1.96 ms against 2.91-2.92 for the tile
+// form (p25_xy_cuda); ncu: L1 68% busy, issue 43%, tensor pipe 21%, the stalls led by
+// fixed-latency dependencies (schedules/NOTES.md, "Where the instructions and the L1 wavefronts
+// go").
 void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, Func out,
                                          const Target &target) {
     if (!target.has_feature(Target::CUDA)) {
