@@ -1,6 +1,7 @@
 // p32: Conv2d -> * scale_factor -> min over channels (keepdim).
 #include "conv2d_min_generator.h"
 #include "conv2d_min_schedule.h"
+#include "winograd2d_tensor_core_schedule.h"
 
 namespace fusedconv {
 
@@ -38,6 +39,38 @@ private:
     Conv2dMinPipeline p;
 };
 
+// p32 in the F(4x4, 3x3) form on tensor cores (winograd2d_tensor_core.h), for CUDA targets,
+// with all 64 input channels' v staged (147 KB a block, so one block of 4 warps per SM): the
+// runtime calls it for 3x3 kernels with at most kTensorCoreMaxCinWide input channels on GPUs
+// with tf32 tensor cores, and recomputes the samples it marks NaN with p32_xy_cuda's direct
+// form.
+class Conv2dScaleMinTensorCore : public Halide::Generator<Conv2dScaleMinTensorCore> {
+public:
+    Input<Buffer<float, 4>> input{"input"};    // (x, y, ci, n)
+    Input<Buffer<float, 4>> weight{"weight"};  // (kx, ky, ci, co)
+    Input<Buffer<float, 1>> bias{"bias"};      // (co)
+    Input<float> scale{"scale"};               // runtime scale_factor, may be negative
+    Output<Buffer<float, 4>> output{"output"}; // (x, y, 1, n)
+
+    void generate() {
+        form = blocks::conv2d_min_winograd_tensor_core(
+            input, weight, bias, weight.dim(0).extent(), weight.dim(1).extent(), weight.dim(2).extent(),
+            weight.dim(3).extent(), input.dim(0).extent(), input.dim(1).extent(),
+            blocks::kTensorCoreMaxCinWide, scale);
+        blocks::V v;
+        output(v.x, v.y, v.c, v.n) = form.f(v.x, v.y, v.n);
+        // Blocks at multiples of 64 x 4 pixels from 0, so that a block's tiles are one bx and ty.
+        output.dim(0).set_min(0);
+        output.dim(1).set_min(0);
+    }
+
+    void schedule() { schedules::gpu_conv2d_min_winograd_tensor_core(form, output, get_target()); }
+
+private:
+    blocks::ConvMinWinogradTensorCore form;
+};
+
 }  // namespace fusedconv
 
 HALIDE_REGISTER_GENERATOR(fusedconv::Conv2dScaleMin, p32_conv2d_scale_min)
+HALIDE_REGISTER_GENERATOR(fusedconv::Conv2dScaleMinTensorCore, p32_tensor_core)

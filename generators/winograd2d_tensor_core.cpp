@@ -3,6 +3,7 @@
 #include "mma_step.h"
 
 #include <initializer_list>
+#include <limits>
 #include <utility>
 
 namespace fusedconv::blocks {
@@ -19,13 +20,18 @@ Expr round_to_tf32(const Expr &x) {
 
 ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weight, Func bias,
                                                           Expr kw, Expr kh, Expr cin, Expr cout,
-                                                          Expr in_w, Expr in_h,
-                                                          const std::string &name) {
+                                                          Expr in_w, Expr in_h, int max_cin,
+                                                          Expr scale, const std::string &name) {
     V v;
     ConvMinWinogradTensorCore w;
     const int K = kWinogradPoints, T = kWinogradTile, RC = kTensorCoreRoundChannels,
               TG = kTensorCoreTileGroup, BT = kTensorCoreBlockTiles, WP = kTensorCoreWarpPoints;
-    const int step = kTensorCoreMaxCin / 2;  // input channels of one mma step
+    const int step = kTensorCoreStep;
+    if (max_cin <= 0 || max_cin % step != 0) {
+        throw CompileError("the tensor-core form's max_cin must be a positive multiple of " +
+                           std::to_string(step) + ", got " + std::to_string(max_cin));
+    }
+    w.max_cin = max_cin;
     for (auto [f, stage] : std::initializer_list<std::pair<Func *, const char *>>{
              {&w.ux, "ux"}, {&w.u, "u"}, {&w.uf, "uf"}, {&w.uw, "uw"}, {&w.vx, "vx"}, {&w.v, "v"},
              {&w.vf, "vf"}, {&w.acc, "acc"}, {&w.mfrag, "mfrag"}, {&w.m, "m"}, {&w.ox, "ox"},
@@ -35,7 +41,7 @@ ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weigh
     w.f = Func(name);
     w.rounds = (cout + (RC - 1)) / RC;
 
-    // The input, zero past the last input channel (the steps read 16), and the taps.
+    // The input, zero past the last input channel (the steps read max_cin), and the taps.
     Func clamped = clamped_input2d(input, in_w, in_h, cin, name + "_src_clamped");
     w.source = Func(name + "_src");
     w.source(v.x, v.y, v.c, v.n) = select(v.c < cin, clamped(v.x, v.y, v.c, v.n), 0.0f);
@@ -60,7 +66,7 @@ ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weigh
         w.v(w.p % K, w.p / K, BT * w.bx + TG * w.tg + w.g8, w.ty, step * w.ks + w.t4 + 4 * w.jb, v.n);
 
     // The sums: warp wp's point WP wp + pi, tile group ni, round rd, over the two steps.
-    w.rk = RDom(0, kTensorCoreMaxCin / step, name + "_rk");
+    w.rk = RDom(0, max_cin / step, name + "_rk");
     FuncRef a = w.acc(w.t4, w.g8, w.pi, w.ni, w.wp, w.rd, w.bx, w.ty, v.n);
     w.acc(w.t4, w.g8, w.pi, w.ni, w.wp, w.rd, w.bx, w.ty, v.n) = Tuple(0.0f, 0.0f, 0.0f, 0.0f);
     {
@@ -84,16 +90,20 @@ ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weigh
     // channels c8 + 8 k4 of every round (channels past cout left out), a round's two folded first.
     define_winograd2d_output(w.ox, w.poison, w.tiles, w.m, bias, RC * w.rd + 8 * w.k4 + w.c8, cout, w,
                              {w.k4, w.c8, w.rd, w.bx, v.n});
-    const Expr largest = Float(32).max();
+    const Expr none = std::numeric_limits<float>::infinity();  // min_over_channels' identity
     w.rc = RDom(0, w.rounds, name + "_rc");
-    Expr round_min;
+    w.part(w.c8, w.tx, w.i, w.j, w.bx, w.ty, v.n) = none;
+    // part's loaded value first in every nan_min: Halide's fast-math flags let LLVM assume that a
+    // computed tile is never NaN and fold is_nan on it (a poisoned tile then fell out of the
+    // minimum: tests/test_numerics.cpp, InfinitiesInP25BehaveLikePyTorch), while a value loaded
+    // from shared memory stays opaque.
+    Expr running = w.part(w.c8, w.tx, w.i, w.j, w.bx, w.ty, v.n);
     for (int k4 = 0; k4 < RC / 8; k4++) {
-        Expr value = select(RC * w.rc + 8 * k4 + w.c8 < cout,
-                            w.tiles(w.i, w.j, w.tx, w.ty, k4, w.c8, w.rc, w.bx, v.n), largest);
-        round_min = k4 == 0 ? value : nan_min(round_min, value);
+        Expr tile = w.tiles(w.i, w.j, w.tx, w.ty, k4, w.c8, w.rc, w.bx, v.n);
+        running = nan_min(running, select(RC * w.rc + 8 * k4 + w.c8 < cout,
+                                          scale.defined() ? tile * scale : tile, none));
     }
-    w.part(w.c8, w.tx, w.i, w.j, w.bx, w.ty, v.n) = largest;
-    w.part(w.c8, w.tx, w.i, w.j, w.bx, w.ty, v.n) = nan_min(w.part(w.c8, w.tx, w.i, w.j, w.bx, w.ty, v.n), round_min);
+    w.part(w.c8, w.tx, w.i, w.j, w.bx, w.ty, v.n) = running;
 
     // The minimum over the 8 channel groups of pixel (x, y).
     Expr tx = (v.x / T) % BT, bx = v.x / (T * BT), ty = v.y / T;

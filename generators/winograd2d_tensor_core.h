@@ -20,8 +20,9 @@
 //  - ox, poison, tiles: the output transform, bias and NaN marking of winograd2d.h;
 //  - part: per (channel group, tile, pixel) the running minimum over the rounds, the channels
 //    past cout excluded; f: the minimum over the 8 channel groups.
-// At most kTensorCoreMaxCin input channels (two mma steps): the runtime takes another form
-// beyond. Any number of output channels, any width, height and batch.
+// At most max_cin input channels, a multiple of the mma's k (8), all staged in shared memory:
+// the runtime takes another form beyond. Any number of output channels, any width, height and
+// batch.
 //
 // Non-finite values: as in winograd2d.h, every output of a tile whose 16 outputs are not all
 // finite is NaN, and so is the minimum over channels of its pixels (nan_min); the caller
@@ -36,7 +37,9 @@
 
 namespace fusedconv::blocks {
 
-constexpr int kTensorCoreMaxCin = 16;          // two steps of the mma's k (8)
+constexpr int kTensorCoreMaxCin = 16;          // p25's library: two steps of the mma's k
+constexpr int kTensorCoreMaxCinWide = 64;      // p32's: eight steps, v 147 KB a block
+constexpr int kTensorCoreStep = 8;             // input channels of one mma step: its k
 constexpr int kTensorCoreRoundChannels = 16;   // output channels a round: the mma's m
 constexpr int kTensorCoreTileGroup = 8;        // tiles of one mma: its n
 constexpr int kTensorCoreBlockTiles = 16;      // tiles along x a block owns: 2 tile groups
@@ -62,7 +65,7 @@ struct ConvMinWinogradTensorCore : ConvWinograd2DVars {
     Func vx, v;   // (k, tx, y, ci, n), (k, l, tx, ty, ci, n): BT d B
     Func vf;      // (jb, t4, g8, tg, ks, p, bx, ty, n): v's B fragments
     Func acc;     // (t4, g8, pi, ni, wp, rd, bx, ty, n): Tuple of the 4 accumulator elements
-    RDom rk;      // the two steps of 8 input channels
+    RDom rk;      // the steps of 8 input channels
     Func mfrag;   // (el, eh, t4, g4, g2, pi, ni, wp, rd, bx, ty, n): acc's elements
     Func m;       // (p, tx, ty, k4, c8, rd, bx, n): the sums at point p of channel c8 + 8 k4
     Func ox, poison, tiles;  // define_winograd2d_output's, (.., tx, ty, k4, c8, rd, bx, n)
@@ -71,12 +74,15 @@ struct ConvMinWinogradTensorCore : ConvWinograd2DVars {
     Func groups;  // (k, x, y, n): part's channel group k at pixel (x, y)
     Func f;       // (x, y, n): the minimum over output channels of the conv plus bias
     Expr rounds;  // ceil(cout / 16)
+    int max_cin = kTensorCoreMaxCin;
 };
 // kw, kh, cin, cout: the weight buffer's extents; in_w, in_h: the input's. The result is the
-// convolution's minimum only for a 3x3 kernel and cin <= kTensorCoreMaxCin (the caller selects).
+// convolution's minimum only for a 3x3 kernel and cin <= max_cin (the caller selects). With
+// `scale` defined, the minimum is of the conv plus bias times scale (p32; any sign).
 ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weight, Func bias,
                                                           Expr kw, Expr kh, Expr cin, Expr cout,
-                                                          Expr in_w, Expr in_h,
+                                                          Expr in_w, Expr in_h, int max_cin,
+                                                          Expr scale = Expr(),
                                                           const std::string &name = "tc");
 
 // x rounded to tf32 as cvt.rna.tf32.f32 does (to nearest, ties away from zero), as a float32.

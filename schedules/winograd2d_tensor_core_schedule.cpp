@@ -27,9 +27,11 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
                            target.to_string());
     }
     blocks::V v;
-    const int T = blocks::kWinogradTile, BT = blocks::kTensorCoreBlockTiles;
+    const int T = blocks::kWinogradTile, BT = blocks::kTensorCoreBlockTiles,
+              steps = w.max_cin / blocks::kTensorCoreStep;
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), xh("xh"), xl("xl"), xp("xp"), th("th"), tl("tl"),
-        ql("ql"), kp("kp"), kt("kt"), g8("g8");
+        ql("ql"), kp("kp"), kt("kt"), kto("kto"), g8("g8");
+    RVar rko("rko"), rki("rki");
 
     // Threads: 4 x 8 over x (2 pixels each) and 4 rows of y.
     out.bound(v.c, 0, 1)
@@ -45,14 +47,17 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
     // 32 pixels fell on 4 banks (8-way conflicts).
     w.groups.compute_at(out, xp).store_in(MemoryType::Register).bound(w.k, 0, 8).vectorize(w.k, 4);
 
-    // 1. v staged once per block, a thread per (lane, tile group, step): 4 x 8 x 4 (the steps
-    // a serial loop on half the threads was 5% slower).
+    // 1. v staged once per block, a thread per (lane, tile group, step): 4 x 8 x 4, past two
+    // steps (p32) each thread takes the others in a serial loop (the steps a serial loop on
+    // half the threads was 5% slower for p25).
     w.vf.compute_at(out, xo)
         .store_in(MemoryType::GPUShared)
-        .bound(w.jb, 0, 2).bound(w.t4, 0, 4).bound(w.g8, 0, 8).bound(w.tg, 0, 2).bound(w.ks, 0, 2)
+        .bound(w.jb, 0, 2).bound(w.t4, 0, 4).bound(w.g8, 0, 8).bound(w.tg, 0, 2).bound(w.ks, 0, steps)
         .bound(w.p, 0, 36)
         .reorder(w.p, w.jb, w.t4, w.g8, w.ks, w.tg)
         .fuse(w.ks, w.tg, kt)
+        .split(kt, kto, kt, 4)
+        .reorder(w.p, w.jb, kto, w.t4, w.g8, kt)
         .unroll(w.jb)
         .unroll(w.p)
         .gpu_threads(w.t4, w.g8, kt);
@@ -100,7 +105,12 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
         .reorder_storage(w.el, w.t4, w.g2, w.g4, w.eh, w.pi, w.ni, w.wp)
         .align_storage(w.t4, 6);
     w.acc.compute_at(w.mfrag, w.t4).store_in(MemoryType::Register).unroll(w.pi).unroll(w.ni);
-    w.acc.update().reorder(w.pi, w.ni, w.rk).unroll(w.pi).unroll(w.ni).unroll(w.rk);
+    w.acc.update().reorder(w.pi, w.ni, w.rk).unroll(w.pi).unroll(w.ni);
+    if (steps <= 2) {
+        w.acc.update().unroll(w.rk);
+    } else {
+        w.acc.update().split(w.rk, rko, rki, 2).unroll(rki);
+    }
     // u's fragments loaded as 16-byte vectors, a warp's 512 contiguous bytes each (against
     // 1 KB spans at a 32-byte stride: 10% faster): uf's strides are dense from 0 (bounded
     // below).
@@ -113,7 +123,7 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
 
     // u's fragments: one small kernel, 256 threads a (step, point), a block row per round.
     w.uf.compute_root()
-        .bound(w.q, 0, 4).bound(w.lane, 0, 32).bound(w.h, 0, 2).bound(w.ks, 0, 2).bound(w.p, 0, 36)
+        .bound(w.q, 0, 4).bound(w.lane, 0, 32).bound(w.h, 0, 2).bound(w.ks, 0, steps).bound(w.p, 0, 36)
         .fuse(w.q, w.lane, ql)
         .fuse(ql, w.h, ql)
         .fuse(w.ks, w.p, kp)

@@ -23,7 +23,9 @@
 
 #include "p25_cpu.h"
 #include "p32_cpu.h"
+#include "nan_check.h"
 #include "p32_cuda.h"
+#include "p32_tc_cuda.h"
 #include "p32_xy_cuda.h"
 #include "p83_cuda.h"
 #include "p83_xy_cuda.h"
@@ -347,9 +349,9 @@ TEST(WinogradFallback, TransformOverflowIsRecomputedInTheDirectForm) {
 // and 3 values up to 3e38, which overflow the Winograd transforms on either
 // device; 1 and 4 keep the Winograd result. p32, whose output (unlike p25's
 // tanh) shows any overflow. On the GPU, 3 input channels run the F(4x4, 3x3)
-// library and one more than its limit (kP32Winograd2DMaxInChannels) the form
-// along x (the runtime's choice, runtime/src/nan_check.h), so both fall back
-// alike.
+// library (on tensor cores where the GPU has them) and one more than its limit
+// (kP32Winograd2DMaxInChannels) the form along x (the runtime's choice,
+// runtime/src/nan_check.h), so all fall back alike.
 class WinogradFallbackOnDevice : public ::testing::TestWithParam<std::tuple<DeviceChoice, int>> {
 protected:
     DeviceChoice choice() const { return std::get<0>(GetParam()); }
@@ -374,11 +376,17 @@ TEST_P(WinogradFallbackOnDevice, P32RecomputesOnlyTheSamplesWhoseWinogradResultH
     const Shape shape = m.output_shape(in.shape());
     auto gpu_fn = cin <= kP32Winograd2DMaxInChannels ? fusedconv_p32_xy_cuda : fusedconv_p32_cuda;
     auto fn = device() == Device::GPU ? gpu_fn : fusedconv_p32_cpu;
+    const bool tensor_cores =
+        device() == Device::GPU &&
+        detail::tensor_core_form_applies(m.conv_weight(), kTensorCoreWideMaxInChannels);
     auto one_form = [&](bool winograd) {
         Tensor out = Tensor::empty(shape, device());
-        EXPECT_EQ(fn(x.raw(), m.conv_weight().raw(), m.conv_bias().raw(), 1.0f, winograd,
-                     out.raw()),
-                  0);
+        const int rc = winograd && tensor_cores
+                           ? fusedconv_p32_tc_cuda(x.raw(), m.conv_weight().raw(),
+                                                   m.conv_bias().raw(), 1.0f, out.raw())
+                           : fn(x.raw(), m.conv_weight().raw(), m.conv_bias().raw(), 1.0f,
+                                winograd, out.raw());
+        EXPECT_EQ(rc, 0);
         return out.to_vector();
     };
     const std::vector<float> winograd = one_form(true), direct = one_form(false);

@@ -18,6 +18,7 @@
 #include "block_conv2d_min_tc.h"
 #include "conv2d_case.h"
 #include "p25_tc_cuda.h"
+#include "p32_tc_cuda.h"
 
 #include "HalideBuffer.h"
 
@@ -138,6 +139,38 @@ TEST(TensorCoreForm, P25MatchesFloat64) {
     EXPECT_LE(worst, 1e-5);
 }
 
+// p32 (p32_tc_cuda: up to 64 input channels staged, the minimum of the conv times scale)
+// against float64, for a scale of either sign, with 40 input channels (5 steps) and 20 output
+// channels (a second round of 4), odd sizes.
+TEST(TensorCoreForm, P32MatchesFloat64) {
+    REQUIRE_TENSOR_CORES();
+    for (float scale : {2.0f, -1.5f}) {
+        SCOPED_TRACE(scale);
+        Case c = make_case({2, 40, 20, 11, 70, -1.f, 1.f}, 7);
+        Buffer<float> out(68, 9, 1, 2);
+        c.x.set_host_dirty();
+        c.wt.set_host_dirty();
+        c.b.set_host_dirty();
+        ASSERT_EQ(fusedconv_p32_tc_cuda(c.x, c.wt, c.b, scale, out), 0);
+        out.copy_to_host();
+        double worst = 0;
+        out.for_each_element([&](int x, int y, int, int n) {
+            double want = INFINITY;
+            for (int co = 0; co < 20; co++) {
+                double s = c.b(co);
+                for (int ci = 0; ci < 40; ci++)
+                    for (int ky = 0; ky < 3; ky++)
+                        for (int kx = 0; kx < 3; kx++) s += double(c.wt(kx, ky, ci, co)) * c.x(x + kx, y + ky, ci, n);
+                want = std::min(want, s * scale);
+            }
+            worst = std::max(worst, std::fabs(out(x, y, 0, n) - want));
+        });
+        std::printf("[ accuracy ] tensor cores p32, 2 x 40 x 11 x 70 -> 20 channels, scale %g: max abs error %.3g\n",
+                    scale, worst);
+        EXPECT_LE(worst, 1e-5);
+    }
+}
+
 // A NaN or an infinity marks its own sample only: every output there whose tiles reach it is
 // NaN (the runtime then recomputes the sample), and the other samples are unchanged.
 TEST(TensorCoreForm, NonFiniteInputsMarkTheirSamples) {
@@ -162,6 +195,43 @@ TEST(TensorCoreForm, NonFiniteInputsMarkTheirSamples) {
         EXPECT_GE(nan, 9);
         for (int y = 3; y <= 5; y++)
             for (int x = 31; x <= 33; x++) EXPECT_TRUE(std::isnan(got(x, y, 0, 1))) << x << ", " << y;
+    }
+}
+
+// Infinities in a few channels (3 in, 5 out: most of a round's channels past cout), apart and
+// with overlapping windows: every output where some channel's float64 conv is not finite is
+// NaN, so that the runtime recomputes its sample (a tile marked NaN once fell out of the
+// minimum there: schedules/NOTES.md).
+TEST(TensorCoreForm, InfinitiesAmongFewChannelsMarkTheirOutputs) {
+    REQUIRE_TENSOR_CORES();
+    for (int variant = 0; variant < 4; variant++) {
+        SCOPED_TRACE("variant " + std::to_string(variant));
+        Case c = make_case({2, 3, 5, 9, 10, 0.f, 1.f}, 42);
+        if (variant == 0 || variant == 3) c.x(2, 2, 0, 0) = INFINITY;
+        if (variant == 1 || variant == 3) c.x(3, 3, 2, 0) = -INFINITY;
+        if (variant == 2 || variant == 3) {
+            c.x(0, 8, 1, 0) = INFINITY;
+            c.x(9, 0, 0, 0) = -INFINITY;
+        }
+        const Buffer<float> got = run_tc(c, false);
+        int marked = 0;
+        got.for_each_element([&](int x, int y, int, int n) {
+            bool finite = true;
+            for (int co = 0; co < c.wt.dim(3).extent(); co++) {
+                double s = c.b(co);
+                for (int ci = 0; ci < c.x.dim(2).extent(); ci++)
+                    for (int ky = 0; ky < 3; ky++)
+                        for (int kx = 0; kx < 3; kx++) s += double(c.wt(kx, ky, ci, co)) * c.x(x + kx, y + ky, ci, n);
+                finite = finite && std::isfinite(s);
+            }
+            if (!finite) {
+                marked++;
+                EXPECT_TRUE(std::isnan(got(x, y, 0, n))) << "at x " << x << ", y " << y << ", n " << n << ": " << got(x, y, 0, n);
+            } else if (n == 1) {
+                EXPECT_TRUE(std::isfinite(got(x, y, 0, n))) << "at x " << x << ", y " << y;
+            }
+        });
+        EXPECT_GT(marked, 0);
     }
 }
 

@@ -18,6 +18,7 @@
 #include "p25_xy_cuda.h"
 #include "p32_cpu.h"
 #include "p32_cuda.h"
+#include "p32_tc_cuda.h"
 #include "p32_xy_cuda.h"
 #include "winograd2d_limits.h"
 #include "p83_cpu.h"
@@ -300,7 +301,13 @@ void p32_run(const char *who, const Tensor &input, const Tensor &weight, const T
     args.run(options, kAllocatesAndWaits, [&](bool gpu) {
         const std::string what = what_call(who, input);
         auto cuda = winograd2d_applies(weight, kP32Winograd2DMaxInChannels) ? fusedconv_p32_xy_cuda : fusedconv_p32_cuda;
+        // As p25's: the tensor-core form where it applies, its NaN samples recomputed directly.
+        const bool tensor_cores = gpu && tensor_core_form_applies(weight, kTensorCoreWideMaxInChannels);
         auto run = [&](bool winograd, halide_buffer_t *in, halide_buffer_t *o) {
+            if (winograd && tensor_cores) {
+                check_halide(fusedconv_p32_tc_cuda(in, weight.raw(), bias.raw(), scale_factor, o), what);
+                return;
+            }
             auto fn = gpu ? cuda : fusedconv_p32_cpu;
             check_halide(fn(in, weight.raw(), bias.raw(), scale_factor, winograd, o), what);
         };
