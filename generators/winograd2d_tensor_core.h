@@ -50,11 +50,10 @@ struct ConvMinWinogradTensorCore : ConvWinograd2DVars {
     // Fragment indices (mma_splice.h's layout): lane = 4 g8 + t4; q the A element, h its tf32
     // value (0) or remainder (1); jb the B element; (el, eh) the accumulator element 2 eh + el
     // (tile 2 t4 + el, channel g8 + 8 eh), g8 = g4 + 4 g2 where the hand-off's storage needs the
-    // two apart; ks the step of 8
-    // input channels; tg the tile group (8 tiles) of a block, bx the block along x; pi the
-    // point of warp wp (point 9 wp + pi); ni the tile group of a warp's sums; rd the round of
-    // 16 output channels; c8, k4: a round's channel c8 + 8 k4. A block's tile is tx (0-15; the
-    // tile along x is 16 bx + tx), its row of tiles ty.
+    // two apart; ks the step of 8 input channels; tg the tile group (8 tiles) of a block, bx the
+    // block along x; pi the point of warp wp (point 9 wp + pi); ni the tile group of a warp's
+    // sums; rd the round of 16 output channels; c8, k4: a round's channel c8 + 8 k4. A block's
+    // tile is tx (0-15; the tile along x is 16 bx + tx), its row of tiles ty.
     Var q{"tq"}, h{"tqh"}, lane{"tlane"}, t4{"tt4"}, g8{"tg8"}, jb{"tjb"}, el{"tel"}, eh{"teh"}, g4{"tg4"}, g2{"tg2"}, ks{"tks"}, tg{"ttg"},
         bx{"tbx"}, pi{"tpi"}, ni{"tni"}, wp{"twp"}, rd{"trd"}, c8{"tc8"}, k4{"tk4"};
     Func source;  // (x, y, ci, n): the input, edge-clamped, zero past cin
