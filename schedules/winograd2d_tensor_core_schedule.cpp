@@ -6,10 +6,10 @@ using namespace Halide;
 
 // One kernel. A block of 4 warps (every thread nest 4 x 8 x 4) owns 16 tiles along x of one
 // sample, 64 x 4 output pixels:
-//  1. v of its tiles and 16 input channels, staged once in shared memory in B-fragment order
-//     (37 KB), its row transform in registers;
-//  2. per round of 16 output channels, each warp's mma steps (9 points x 2 tile groups x 2
-//     steps) into registers, handed to shared memory (54 KB with the padding);
+//  1. v of its tiles and max_cin input channels (16 for p25, 64 for p32), staged once in
+//     shared memory in B-fragment order (37 KB, p32 147 KB), its row transform in registers;
+//  2. per round of 16 output channels, each warp's mma steps (9 points x 2 tile groups x
+//     max_cin / 8 steps) into registers, handed to shared memory (54 KB with the padding);
 //  3. the output transform, a thread per (channel c8, tile), folded into the running minimum
 //     of its channels c8 and c8 + 8 (shared, 8 KB);
 //  4. the output: the minimum over the 8 channel groups and the epilogue.
@@ -19,7 +19,9 @@ using namespace Halide;
 // through L1. H100 (p25, 128 x 16 x 256 x 256): 1.91-1.96 ms against 2.91-2.92 for the tile
 // form (p25_xy_cuda); ncu: L1 68% busy, issue 43%, tensor pipe 21%, the stalls led by
 // fixed-latency dependencies (schedules/NOTES.md, "Where the instructions and the L1 wavefronts
-// go").
+// go"). p32 (64 x 64 x 256 x 256): 211 KB a block, one block of 4 warps per SM, 6.0-6.2 ms
+// against 10.0-10.1 for the tile form; ncu: tensor pipe 26%, L1 51%, L2 62%, issue 32% (NOTES,
+// "p32 on tensor cores").
 void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, Func out,
                                          const Target &target) {
     if (!target.has_feature(Target::CUDA)) {
