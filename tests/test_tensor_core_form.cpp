@@ -101,17 +101,28 @@ double amplification(Case &c, const Buffer<float> &out) {
     return worst;
 }
 
-// The tensor-core conv-min: p25's library without its epilogue up to 16 input channels, beyond
-// p32's (64 staged) with a scale of 1.
-Buffer<float> conv_min_tc(Case &c) {
-    if (c.x.dim(2).extent() <= 16) return run_tc(c, false);
+// p32's output (x, y, 1, n) on the host (p32_tc_cuda: up to 64 input channels staged).
+Buffer<float> run_p32_tc(Case &c, float scale) {
     Buffer<float> out(c.x.dim(0).extent() - 2, c.x.dim(1).extent() - 2, 1, c.x.dim(3).extent());
     c.x.set_host_dirty();
     c.wt.set_host_dirty();
     c.b.set_host_dirty();
-    EXPECT_EQ(fusedconv_p32_tc_cuda(c.x, c.wt, c.b, 1.0f, out), 0);
+    EXPECT_EQ(fusedconv_p32_tc_cuda(c.x, c.wt, c.b, scale, out), 0);
     out.copy_to_host();
     return out;
+}
+
+// The tensor-core conv-min: p25's library without its epilogue up to 16 input channels, beyond
+// p32's with a scale of 1.
+Buffer<float> conv_min_tc(Case &c) { return c.x.dim(2).extent() <= 16 ? run_tc(c, false) : run_p32_tc(c, 1.0f); }
+
+// The float64 conv of output channel co at (x, y, n), bias included.
+double conv_at(const Case &c, int x, int y, int co, int n) {
+    double s = c.b(co);
+    for (int ci = 0; ci < c.x.dim(2).extent(); ci++)
+        for (int ky = 0; ky < 3; ky++)
+            for (int kx = 0; kx < 3; kx++) s += double(c.wt(kx, ky, ci, co)) * c.x(x + kx, y + ky, ci, n);
+    return s;
 }
 
 class TensorCoreAccuracy : public ::testing::TestWithParam<Problem> {};
@@ -162,22 +173,11 @@ TEST(TensorCoreForm, P32MatchesFloat64) {
     for (float scale : {2.0f, -1.5f}) {
         SCOPED_TRACE(scale);
         Case c = make_case({2, 40, 20, 11, 70, -1.f, 1.f}, 7);
-        Buffer<float> out(68, 9, 1, 2);
-        c.x.set_host_dirty();
-        c.wt.set_host_dirty();
-        c.b.set_host_dirty();
-        ASSERT_EQ(fusedconv_p32_tc_cuda(c.x, c.wt, c.b, scale, out), 0);
-        out.copy_to_host();
+        const Buffer<float> out = run_p32_tc(c, scale);
         double worst = 0;
         out.for_each_element([&](int x, int y, int, int n) {
             double want = INFINITY;
-            for (int co = 0; co < 20; co++) {
-                double s = c.b(co);
-                for (int ci = 0; ci < 40; ci++)
-                    for (int ky = 0; ky < 3; ky++)
-                        for (int kx = 0; kx < 3; kx++) s += double(c.wt(kx, ky, ci, co)) * c.x(x + kx, y + ky, ci, n);
-                want = std::min(want, s * scale);
-            }
+            for (int co = 0; co < 20; co++) want = std::min(want, conv_at(c, x, y, co, n) * scale);
             worst = std::max(worst, std::fabs(out(x, y, 0, n) - want));
         });
         std::printf("[ accuracy ] tensor cores p32, 2 x 40 x 11 x 70 -> 20 channels, scale %g: max abs error %.3g\n",
@@ -232,13 +232,7 @@ TEST(TensorCoreForm, InfinitiesAmongFewChannelsMarkTheirOutputs) {
         int marked = 0;
         got.for_each_element([&](int x, int y, int, int n) {
             bool finite = true;
-            for (int co = 0; co < c.wt.dim(3).extent(); co++) {
-                double s = c.b(co);
-                for (int ci = 0; ci < c.x.dim(2).extent(); ci++)
-                    for (int ky = 0; ky < 3; ky++)
-                        for (int kx = 0; kx < 3; kx++) s += double(c.wt(kx, ky, ci, co)) * c.x(x + kx, y + ky, ci, n);
-                finite = finite && std::isfinite(s);
-            }
+            for (int co = 0; co < c.wt.dim(3).extent(); co++) finite = finite && std::isfinite(conv_at(c, x, y, co, n));
             if (!finite) {
                 marked++;
                 EXPECT_TRUE(std::isnan(got(x, y, 0, n))) << "at x " << x << ", y " << y << ", n " << n << ": " << got(x, y, 0, n);
