@@ -43,11 +43,12 @@ bool winograd_applies(const Tensor &weight);
 // form along x (schedules/NOTES.md).
 bool winograd2d_applies(const Tensor &weight, int64_t max_in_channels);
 
-// Whether the GPU runs p25 with these weights in the F(4x4, 3x3) form on tensor cores
-// (p25_tc_cuda, generators/winograd2d_tensor_core.h): 3x3 kernels with at most
-// `max_in_channels` input channels (kTensorCoreMaxInChannels), on the current device when it
-// has tf32 tensor cores, unless the environment variable FUSEDCONV_TENSOR_CORES is 0 (read
-// once: then the F(4x4, 3x3) library without tensor cores runs, as before they were added).
+// Whether the GPU runs p25 or p32 with these weights in the F(4x4, 3x3) form on tensor cores
+// (p25_tc_cuda, p32_tc_cuda, generators/winograd2d_tensor_core.h): 3x3 kernels with at most
+// `max_in_channels` input channels (kTensorCoreMaxInChannels, kTensorCoreWideMaxInChannels),
+// on the current device when it has tf32 tensor cores, unless the environment variable
+// FUSEDCONV_TENSOR_CORES is 0 (read once: then the F(4x4, 3x3) library without tensor cores
+// runs, as before they were added).
 bool tensor_core_form_applies(const Tensor &weight, int64_t max_in_channels);
 
 // The same for p83's conv3d weights (Cout, Cin, kd, kh, kw) and the F(4x4,
