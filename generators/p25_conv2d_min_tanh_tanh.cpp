@@ -53,7 +53,7 @@ public:
     void generate() {
         form = blocks::conv2d_min_winograd_tensor_core(
             input, weight, bias, weight.dim(0).extent(), weight.dim(1).extent(), weight.dim(2).extent(),
-            weight.dim(3).extent(), input.dim(0).extent(), input.dim(1).extent(), blocks::kTensorCoreMaxCin);
+            weight.dim(3).extent(), input.dim(0).extent(), input.dim(1).extent(), blocks::kTensorCoreShape);
         blocks::V v;
         Expr mn = form.f(v.x, v.y, v.n);
         output(v.x, v.y, v.c, v.n) = epilogue ? p25_epilogue(mn) : mn;

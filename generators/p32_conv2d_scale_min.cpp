@@ -56,7 +56,7 @@ public:
         form = blocks::conv2d_min_winograd_tensor_core(
             input, weight, bias, weight.dim(0).extent(), weight.dim(1).extent(), weight.dim(2).extent(),
             weight.dim(3).extent(), input.dim(0).extent(), input.dim(1).extent(),
-            blocks::kTensorCoreMaxCinWide, scale);
+            blocks::kTensorCoreWideShape, scale);
         blocks::V v;
         output(v.x, v.y, v.c, v.n) = form.f(v.x, v.y, v.n);
         // Blocks at multiples of 64 x 4 pixels from 0, so that a block's tiles are one bx and ty.

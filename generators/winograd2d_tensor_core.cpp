@@ -20,18 +20,21 @@ Expr round_to_tf32(const Expr &x) {
 
 ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weight, Func bias,
                                                           Expr kw, Expr kh, Expr cin, Expr cout,
-                                                          Expr in_w, Expr in_h, int max_cin,
+                                                          Expr in_w, Expr in_h, TensorCoreShape shape,
                                                           Expr scale, const std::string &name) {
     V v;
     ConvMinWinogradTensorCore w;
-    const int K = kWinogradPoints, T = kWinogradTile, RC = kTensorCoreRoundChannels,
-              TG = kTensorCoreTileGroup, BT = kTensorCoreBlockTiles, WP = kTensorCoreWarpPoints;
-    const int step = kTensorCoreStep;
+    const int K = kWinogradPoints, T = kWinogradTile, MT = kTensorCoreMTile, TG = kTensorCoreTileGroup,
+              BT = kTensorCoreBlockTiles, WP = kTensorCoreWarpPoints, step = kTensorCoreStep;
+    const int max_cin = shape.max_cin, mtiles = shape.round_mtiles, RC = MT * mtiles;
     if (max_cin <= 0 || max_cin % step != 0) {
         throw CompileError("the tensor-core form's max_cin must be a positive multiple of " +
                            std::to_string(step) + ", got " + std::to_string(max_cin));
     }
-    w.max_cin = max_cin;
+    if (mtiles != 1 && mtiles != 2) {
+        throw CompileError("the tensor-core form's round_mtiles must be 1 or 2, got " + std::to_string(mtiles));
+    }
+    w.shape = shape;
     for (auto [f, stage] : std::initializer_list<std::pair<Func *, const char *>>{
              {&w.ux, "ux"}, {&w.u, "u"}, {&w.uf, "uf"}, {&w.uw, "uw"}, {&w.vx, "vx"}, {&w.v, "v"},
              {&w.vf, "vf"}, {&w.acc, "acc"}, {&w.mfrag, "mfrag"}, {&w.m, "m"}, {&w.ox, "ox"},
@@ -49,10 +52,10 @@ ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weigh
     define_winograd2d_taps(w.ux, w.u, w.weight, w.k, w.l, {v.z, v.c});
 
     // A fragments: lane l holds element q (0-3) = u at output channel 16 rd + l / 4 (+8 for
-    // odd q) and input channel 8 ks + l % 4 (+4 for q >= 2), as its tf32 value (h = 0) and its
-    // remainder's (h = 1). Zero past cin and cout, so that those channels add nothing.
+    // odd q), rd the m-tile here, and input channel 8 ks + l % 4 (+4 for q >= 2), as its tf32
+    // value (h = 0) and its remainder's (h = 1). Zero past cin and cout, so that those channels add nothing.
     {
-        Expr co = RC * w.rd + w.lane / 4 + 8 * (w.q % 2), ci = step * w.ks + w.lane % 4 + 4 * (w.q / 2);
+        Expr co = MT * w.rd + w.lane / 4 + 8 * (w.q % 2), ci = step * w.ks + w.lane % 4 + 4 * (w.q / 2);
         Expr x = select(ci < cin && co < cout, w.u(w.p % K, w.p / K, ci, co), 0.0f);
         Expr hi = round_to_tf32(x);
         w.uf(w.q, w.lane, w.h, w.ks, w.p, w.rd) = select(w.h == 0, hi, round_to_tf32(x - hi));
@@ -65,26 +68,29 @@ ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weigh
     w.vf(w.jb, w.t4, w.g8, w.tg, w.ks, w.p, w.bx, w.ty, v.n) =
         w.v(w.p % K, w.p / K, BT * w.bx + TG * w.tg + w.g8, w.ty, step * w.ks + w.t4 + 4 * w.jb, v.n);
 
-    // The sums: warp wp's point WP wp + pi, tile group ni, round rd, over the two steps.
+    // The sums: warp wp's point WP wp + pi, m-tile mt and tile group ni of round rd, over the
+    // steps.
     w.rk = RDom(0, max_cin / step, name + "_rk");
-    FuncRef a = w.acc(w.t4, w.g8, w.pi, w.ni, w.wp, w.rd, w.bx, w.ty, v.n);
-    w.acc(w.t4, w.g8, w.pi, w.ni, w.wp, w.rd, w.bx, w.ty, v.n) = Tuple(0.0f, 0.0f, 0.0f, 0.0f);
+    FuncRef a = w.acc(w.t4, w.g8, w.pi, w.mt, w.ni, w.wp, w.rd, w.bx, w.ty, v.n);
+    w.acc(w.t4, w.g8, w.pi, w.mt, w.ni, w.wp, w.rd, w.bx, w.ty, v.n) = Tuple(0.0f, 0.0f, 0.0f, 0.0f);
     {
         Expr point = WP * w.wp + w.pi;
         std::vector<Expr> ua, vb;
-        for (int k = 0; k < 8; k++) ua.push_back(w.uw(k % 4, w.t4 + 4 * w.g8, k / 4, w.rk, point, w.rd));
+        for (int k = 0; k < 8; k++) {
+            ua.push_back(w.uw(k % 4, w.t4 + 4 * w.g8, k / 4, w.rk, point, mtiles * w.rd + w.mt));
+        }
         for (int k = 0; k < 2; k++) vb.push_back(w.vf(k, w.t4, w.g8, w.ni, w.rk, point, w.bx, w.ty, v.n));
-        w.acc(w.t4, w.g8, w.pi, w.ni, w.wp, w.rd, w.bx, w.ty, v.n) = Tuple(mma_step(a, ua, vb));
+        w.acc(w.t4, w.g8, w.pi, w.mt, w.ni, w.wp, w.rd, w.bx, w.ty, v.n) = Tuple(mma_step(a, ua, vb));
     }
-    // Element 2 eh + el of lane 4 g8 + t4 is the sum of channel g8 + 8 eh and tile 2 t4 + el of
-    // its group: so channel c8 + 8 k4 of tile tx is element (el, eh) = (tx % 2, k4) of lane
-    // 4 c8 + (tx % 8) / 2, group tx / 8.
-    FuncRef sums = w.acc(w.t4, w.g4 + 4 * w.g2, w.pi, w.ni, w.wp, w.rd, w.bx, w.ty, v.n);
-    w.mfrag(w.el, w.eh, w.t4, w.g4, w.g2, w.pi, w.ni, w.wp, w.rd, w.bx, w.ty, v.n) =
+    // Element 2 eh + el of lane 4 g8 + t4 is the sum of channel g8 + 8 eh of its m-tile and tile
+    // 2 t4 + el of its group: so channel c8 + 8 k4 of tile tx is element (el, eh) =
+    // (tx % 2, k4 % 2) of lane 4 c8 + (tx % 8) / 2, m-tile k4 / 2, group tx / 8.
+    FuncRef sums = w.acc(w.t4, w.g4 + 4 * w.g2, w.pi, w.mt, w.ni, w.wp, w.rd, w.bx, w.ty, v.n);
+    w.mfrag(w.el, w.eh, w.t4, w.g4, w.g2, w.pi, w.mt, w.ni, w.wp, w.rd, w.bx, w.ty, v.n) =
         mux(2 * w.eh + w.el, {sums[0], sums[1], sums[2], sums[3]});
     w.m(w.p, w.tx, w.ty, w.k4, w.c8, w.rd, w.bx, v.n) =
-        w.mfrag(w.tx % 2, w.k4, (w.tx % TG) / 2, w.c8 % 4, w.c8 / 4, w.p % WP, w.tx / TG, w.p / WP, w.rd,
-                w.bx, w.ty, v.n);
+        w.mfrag(w.tx % 2, w.k4 % 2, (w.tx % TG) / 2, w.c8 % 4, w.c8 / 4, w.p % WP, w.k4 / 2, w.tx / TG, w.p / WP,
+                w.rd, w.bx, w.ty, v.n);
 
     // The output transform, bias and NaN marking; each thread's running minimum over its
     // channels c8 + 8 k4 of every round (channels past cout left out), a round's two folded first.

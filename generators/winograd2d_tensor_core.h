@@ -40,22 +40,35 @@ namespace fusedconv::blocks {
 constexpr int kTensorCoreMaxCin = 16;          // p25's library: two steps of the mma's k
 constexpr int kTensorCoreMaxCinWide = 64;      // p32's: eight steps, v 147 KB a block
 constexpr int kTensorCoreStep = 8;             // input channels of one mma step: its k
-constexpr int kTensorCoreRoundChannels = 16;   // output channels a round: the mma's m
+constexpr int kTensorCoreMTile = 16;           // output channels of one mma: its m
 constexpr int kTensorCoreTileGroup = 8;        // tiles of one mma: its n
 constexpr int kTensorCoreBlockTiles = 16;      // tiles along x a block owns: 2 tile groups
-constexpr int kTensorCoreWarps = 4;            // warps of a block; each sums 36 / 4 points
+constexpr int kTensorCoreWarps = 4;            // warps over the points; each sums 9 of them
 constexpr int kTensorCoreWarpPoints = 9;
+
+// The block's shape beyond the fixed one above:
+//  - max_cin input channels staged, a multiple of the mma's k;
+//  - round_mtiles blocks of 16 output channels a round (the mma's m); with 2, the warps are
+//    split between the two tile groups too, each warp summing one.
+// The block has 4 round_mtiles warps and round_mtiles x 36 KB of sums.
+struct TensorCoreShape {
+    int max_cin = kTensorCoreMaxCin;
+    int round_mtiles = 1;
+};
+constexpr TensorCoreShape kTensorCoreShape{kTensorCoreMaxCin, 1};          // p25's
+constexpr TensorCoreShape kTensorCoreWideShape{kTensorCoreMaxCinWide, 2};  // p32's
 
 struct ConvMinWinogradTensorCore : ConvWinograd2DVars {
     // Fragment indices (mma_splice.h's layout): lane = 4 g8 + t4; q the A element, h its tf32
     // value (0) or remainder (1); jb the B element; (el, eh) the accumulator element 2 eh + el
-    // (tile 2 t4 + el, channel g8 + 8 eh), g8 = g4 + 4 g2 where the hand-off's storage needs the
-    // two apart; ks the step of 8 input channels; tg the tile group (8 tiles) of a block, bx the
-    // block along x; pi the point of warp wp (point 9 wp + pi); ni the tile group of a warp's
-    // sums; rd the round of 16 output channels; c8, k4: a round's channel c8 + 8 k4. A block's
-    // tile is tx (0-15; the tile along x is 16 bx + tx), its row of tiles ty.
+    // (tile 2 t4 + el, channel g8 + 8 eh of its m-tile), g8 = g4 + 4 g2 where the hand-off's
+    // storage needs the two apart; ks the step of 8 input channels; tg the tile group (8 tiles)
+    // of a block, bx the block along x; pi the point of warp wp (point 9 wp + pi); mt the
+    // m-tile of a round; ni the tile group of a warp's sums; rd the round of 16 round_mtiles output channels (uf's last index is the m-tile overall,
+    // round_mtiles rd + mt); c8, k4: a round's channel c8 + 8 k4. A block's tile is tx (0-15;
+    // the tile along x is 16 bx + tx), its row of tiles ty.
     Var q{"tq"}, h{"tqh"}, lane{"tlane"}, t4{"tt4"}, g8{"tg8"}, jb{"tjb"}, el{"tel"}, eh{"teh"}, g4{"tg4"}, g2{"tg2"}, ks{"tks"}, tg{"ttg"},
-        bx{"tbx"}, pi{"tpi"}, ni{"tni"}, wp{"twp"}, rd{"trd"}, c8{"tc8"}, k4{"tk4"};
+        bx{"tbx"}, pi{"tpi"}, mt{"tmt"}, ni{"tni"}, wp{"twp"}, rd{"trd"}, c8{"tc8"}, k4{"tk4"};
     Func source;  // (x, y, ci, n): the input, edge-clamped, zero past cin
     Func weight;  // (kx, ky, ci, co): the weights, every index clamped
     Func ux, u;   // (k, ky, ci, co), (k, l, ci, co): G g GT (define_winograd2d_taps)
@@ -63,24 +76,24 @@ struct ConvMinWinogradTensorCore : ConvWinograd2DVars {
     Func uw;      // uf as a step reads it (the schedule loads it as vectors)
     Func vx, v;   // (k, tx, y, ci, n), (k, l, tx, ty, ci, n): BT d B
     Func vf;      // (jb, t4, g8, tg, ks, p, bx, ty, n): v's B fragments
-    Func acc;     // (t4, g8, pi, ni, wp, rd, bx, ty, n): Tuple of the 4 accumulator elements
+    Func acc;     // (t4, g8, pi, mt, ni, wp, rd, bx, ty, n): Tuple of the 4 accumulator elements
     RDom rk;      // the steps of 8 input channels
-    Func mfrag;   // (el, eh, t4, g4, g2, pi, ni, wp, rd, bx, ty, n): acc's elements
+    Func mfrag;   // (el, eh, t4, g4, g2, pi, mt, ni, wp, rd, bx, ty, n): acc's elements
     Func m;       // (p, tx, ty, k4, c8, rd, bx, n): the sums at point p of channel c8 + 8 k4
     Func ox, poison, tiles;  // define_winograd2d_output's, (.., tx, ty, k4, c8, rd, bx, n)
     RDom rc;      // the rounds a thread folds into part
     Func part;    // (c8, tx, i, j, bx, ty, n): the minimum over channels c8 + 8 k
     Func groups;  // (k, x, y, n): part's channel group k at pixel (x, y)
     Func f;       // (x, y, n): the minimum over output channels of the conv plus bias
-    Expr rounds;  // ceil(cout / 16)
-    int max_cin = kTensorCoreMaxCin;
+    Expr rounds;  // ceil(cout / (16 round_mtiles))
+    TensorCoreShape shape;
 };
 // kw, kh, cin, cout: the weight buffer's extents; in_w, in_h: the input's. The result is the
-// convolution's minimum only for a 3x3 kernel and cin <= max_cin (the caller selects). With
-// `scale` defined, the minimum is of the conv plus bias times scale (p32; any sign).
+// convolution's minimum only for a 3x3 kernel and cin <= shape.max_cin (the caller selects).
+// With `scale` defined, the minimum is of the conv plus bias times scale (p32; any sign).
 ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weight, Func bias,
                                                           Expr kw, Expr kh, Expr cin, Expr cout,
-                                                          Expr in_w, Expr in_h, int max_cin,
+                                                          Expr in_w, Expr in_h, TensorCoreShape shape,
                                                           Expr scale = Expr(),
                                                           const std::string &name = "tc");
 

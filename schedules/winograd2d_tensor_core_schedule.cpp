@@ -4,24 +4,26 @@ namespace fusedconv::schedules {
 
 using namespace Halide;
 
-// One kernel. A block of 4 warps (every thread nest 4 x 8 x 4) owns 16 tiles along x of one
+// One kernel. A block of 4 warps (p25; p32 8, round_mtiles) owns 16 tiles along x of one
 // sample, 64 x 4 output pixels:
 //  1. v of its tiles and max_cin input channels (16 for p25, 64 for p32), staged once in
 //     shared memory in B-fragment order (37 KB, p32 147 KB), its row transform in registers;
-//  2. per round of 16 output channels, each warp's mma steps (9 points x 2 tile groups x
-//     max_cin / 8 steps) into registers, handed to shared memory (54 KB with the padding);
-//  3. the output transform, a thread per (channel c8, tile), folded into the running minimum
-//     of its channels c8 and c8 + 8 (shared, 8 KB);
+//  2. per round of 16 output channels (p32 32), each warp's mma steps (9 points x 2 tile groups
+//     x max_cin / 8 steps; p32 9 points x 2 m-tiles x 8 steps) into registers, handed to shared
+//     memory (54 KB with the padding; p32 72 KB);
+//  3. the output transform, a thread per (channel c8, tile), 4 warps, folded into the running
+//     minimum of its channels c8 + 8 k (shared, 8 KB);
 //  4. the output: the minimum over the 8 channel groups and the epilogue.
-// 98 KB of shared memory a block, past the 48 KB a launch gets without the kernel's attribute
-// raised (the runtime's launch hook does it): 2 blocks, 8 warps per SM. u's fragments are a
-// small kernel of their own (295 KB for p25's 64 output channels), read by every block
-// through L1. H100 (p25, 128 x 16 x 256 x 256): 1.91-1.96 ms against 2.91-2.92 for the tile
-// form (p25_xy_cuda); ncu: L1 68% busy, issue 43%, tensor pipe 21%, the stalls led by
-// fixed-latency dependencies (schedules/NOTES.md, "Where the instructions and the L1 wavefronts
-// go"). p32 (64 x 64 x 256 x 256): 211 KB a block, one block of 4 warps per SM, 6.0-6.2 ms
-// against 10.0-10.1 for the tile form; ncu: tensor pipe 26%, L1 51%, L2 62%, issue 32% (NOTES,
-// "p32 on tensor cores").
+// p25: 98 KB of shared memory a block, past the 48 KB a launch gets without the kernel's
+// attribute raised (the runtime's launch hook does it): 2 blocks, 8 warps per SM. p32: 224 KB,
+// one block of 8 warps. u's fragments are a small kernel of their own (295 KB for p25's 64
+// output channels, 2.4 MB for p32's 128), read by every block through L1.
+// p25 (128 x 16 x 256 x 256), H100: 1.91-1.96 ms against 2.91-2.92 for the tile form
+// (p25_xy_cuda); ncu: L1 68% busy, issue 43%, tensor pipe 21%, the stalls led by fixed-latency
+// dependencies (schedules/NOTES.md, "Where the instructions and the L1 wavefronts go").
+// p32 (64 x 64 x 256 x 256), H200: 5.47-5.48 ms; ncu: 255 registers, tensor pipe 28%, L1 77%,
+// L2 61%, issue 28%, the stalls led by long scoreboard (u's loads), then fixed-latency
+// dependencies (NOTES, "p32: 8 warps a block").
 void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, Func out,
                                          const Target &target) {
     if (!target.has_feature(Target::CUDA)) {
@@ -30,9 +32,9 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
     }
     blocks::V v;
     const int T = blocks::kWinogradTile, BT = blocks::kTensorCoreBlockTiles,
-              steps = w.max_cin / blocks::kTensorCoreStep;
+              steps = w.shape.max_cin / blocks::kTensorCoreStep, mtiles = w.shape.round_mtiles;
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), xh("xh"), xl("xl"), xp("xp"), th("th"), tl("tl"),
-        ql("ql"), kp("kp"), kt("kt"), kto("kto"), g8("g8");
+        ql("ql"), kp("kp"), kt("kt"), kto("kto"), g8("g8"), wk("wk");
     RVar rko("rko"), rki("rki");
 
     // Threads: 4 x 8 over x (2 pixels each) and 4 rows of y.
@@ -58,7 +60,7 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
         .bound(w.p, 0, 36)
         .reorder(w.p, w.jb, w.t4, w.g8, w.ks, w.tg)
         .fuse(w.ks, w.tg, kt)
-        .split(kt, kto, kt, 4)
+        .split(kt, kto, kt, 4 * mtiles)
         .reorder(w.p, w.jb, kto, w.t4, w.g8, kt)
         .unroll(w.jb)
         .unroll(w.p)
@@ -95,19 +97,34 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
     w.mfrag.compute_at(w.part, w.rc)
         .store_in(MemoryType::GPUShared)
         .bound(w.el, 0, 2).bound(w.eh, 0, 2).bound(w.t4, 0, 4).bound(w.g4, 0, 4).bound(w.g2, 0, 2)
-        .bound(w.pi, 0, blocks::kTensorCoreWarpPoints).bound(w.ni, 0, 2)
-        .bound(w.wp, 0, blocks::kTensorCoreWarps)
-        .reorder(w.el, w.eh, w.pi, w.ni, w.t4, w.g4, w.g2, w.wp)
-        .fuse(w.g4, w.g2, g8)
+        .bound(w.pi, 0, blocks::kTensorCoreWarpPoints).bound(w.mt, 0, mtiles).bound(w.ni, 0, 2)
+        .bound(w.wp, 0, blocks::kTensorCoreWarps);
+    VarOrRVar warp = w.wp;
+    if (mtiles == 1) {
+        // Each warp sums both tile groups, so that each u fragment it loads serves two steps.
+        w.mfrag.reorder(w.el, w.eh, w.pi, w.mt, w.ni, w.t4, w.g4, w.g2, w.wp).unroll(w.ni);
+    } else {
+        // Each warp sums one tile group for both m-tiles, so that each v fragment serves two
+        // steps: 8 warps. p32: 5.47-5.48 ms against 5.92-5.93 with one m-tile a round (H200);
+        // the steps split between two sets of 4 warps instead measured 5.54.
+        w.mfrag.reorder(w.el, w.eh, w.pi, w.mt, w.t4, w.g4, w.g2, w.ni, w.wp).fuse(w.ni, w.wp, wk);
+        warp = wk;
+    }
+    w.mfrag.fuse(w.g4, w.g2, g8)
         .vectorize(w.el)
         .unroll(w.eh)
         .unroll(w.pi)
-        .unroll(w.ni)
-        .gpu_threads(w.t4, g8, w.wp)
-        .reorder_storage(w.el, w.t4, w.g2, w.g4, w.eh, w.pi, w.ni, w.wp)
-        .align_storage(w.t4, 6);
-    w.acc.compute_at(w.mfrag, w.t4).store_in(MemoryType::Register).unroll(w.pi).unroll(w.ni);
-    w.acc.update().reorder(w.pi, w.ni, w.rk).unroll(w.pi).unroll(w.ni);
+        .unroll(w.mt)
+        .gpu_threads(w.t4, g8, warp);
+    if (mtiles == 1) {
+        w.mfrag.reorder_storage(w.el, w.t4, w.g2, w.g4, w.eh, w.pi, w.mt, w.ni, w.wp).align_storage(w.t4, 6);
+    } else {
+        // p32's 32 channels of sums unpadded (72 KB), so that the block's 224 KB fit the 227 KB
+        // an H100's block can have: stores conflict-free, the reads 2 to a bank.
+        w.mfrag.reorder_storage(w.el, w.t4, w.g4, w.g2, w.eh, w.pi, w.mt, w.ni, w.wp);
+    }
+    w.acc.compute_at(w.mfrag, w.t4).store_in(MemoryType::Register).unroll(w.pi).unroll(w.mt).unroll(w.ni);
+    w.acc.update().reorder(w.mt, w.pi, w.ni, w.rk).unroll(w.mt).unroll(w.pi).unroll(w.ni);
     if (steps <= 2) {
         w.acc.update().unroll(w.rk);
     } else {
@@ -121,7 +138,8 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
         .bound(w.q, 0, 4)
         .bound(w.h, 0, 2)
         .vectorize(w.q)
-        .unroll(w.h);
+        .unroll(w.h)
+        .unroll(w.rd);
 
     // u's fragments: one small kernel, 256 threads a (step, point), a block row per round.
     w.uf.compute_root()
