@@ -1,5 +1,7 @@
 #include "winograd2d_tensor_core_schedule.h"
 
+#include <algorithm>
+
 namespace fusedconv::schedules {
 
 using namespace Halide;
@@ -60,7 +62,7 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
         .bound(w.p, 0, 36)
         .reorder(w.p, w.jb, w.t4, w.g8, w.ks, w.tg)
         .fuse(w.ks, w.tg, kt)
-        .split(kt, kto, kt, 4 * mtiles)
+        .split(kt, kto, kt, std::min(4 * mtiles, 2 * steps))
         .reorder(w.p, w.jb, kto, w.t4, w.g8, kt)
         .unroll(w.jb)
         .unroll(w.p)
