@@ -53,7 +53,8 @@ ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weigh
 
     // A fragments: lane l holds element q (0-3) = u at output channel 16 rd + l / 4 (+8 for
     // odd q), rd the m-tile here, and input channel 8 ks + l % 4 (+4 for q >= 2), as its tf32
-    // value (h = 0) and its remainder's (h = 1). Zero past cin and cout, so that those channels add nothing.
+    // value (h = 0) and its remainder's (h = 1). Zero past cin and cout, so that those channels
+    // add nothing.
     {
         Expr co = MT * w.rd + w.lane / 4 + 8 * (w.q % 2), ci = step * w.ks + w.lane % 4 + 4 * (w.q / 2);
         Expr x = select(ci < cin && co < cout, w.u(w.p % K, w.p / K, ci, co), 0.0f);

@@ -50,7 +50,8 @@ constexpr int kTensorCoreWarpPoints = 9;
 //  - max_cin input channels staged, a multiple of the mma's k;
 //  - round_mtiles blocks of 16 output channels a round (the mma's m); with 2, the warps are
 //    split between the two tile groups too, each warp summing one.
-// The block has 4 round_mtiles warps and round_mtiles x 36 KB of sums.
+// The block has 4 round_mtiles warps and round_mtiles x 36 KB of sums (54 KB with one, padded
+// for conflict-free stores and reads).
 struct TensorCoreShape {
     int max_cin = kTensorCoreMaxCin;
     int round_mtiles = 1;
@@ -64,9 +65,10 @@ struct ConvMinWinogradTensorCore : ConvWinograd2DVars {
     // (tile 2 t4 + el, channel g8 + 8 eh of its m-tile), g8 = g4 + 4 g2 where the hand-off's
     // storage needs the two apart; ks the step of 8 input channels; tg the tile group (8 tiles)
     // of a block, bx the block along x; pi the point of warp wp (point 9 wp + pi); mt the
-    // m-tile of a round; ni the tile group of a warp's sums; rd the round of 16 round_mtiles output channels (uf's last index is the m-tile overall,
-    // round_mtiles rd + mt); c8, k4: a round's channel c8 + 8 k4. A block's tile is tx (0-15;
-    // the tile along x is 16 bx + tx), its row of tiles ty.
+    // m-tile of a round; ni the tile group of a warp's sums; rd the round of 16 round_mtiles
+    // output channels (uf's last index is the m-tile overall, round_mtiles rd + mt); c8, k4: a
+    // round's channel c8 + 8 k4. A block's tile is tx (0-15; the tile along x is 16 bx + tx),
+    // its row of tiles ty.
     Var q{"tq"}, h{"tqh"}, lane{"tlane"}, t4{"tt4"}, g8{"tg8"}, jb{"tjb"}, el{"tel"}, eh{"teh"}, g4{"tg4"}, g2{"tg2"}, ks{"tks"}, tg{"ttg"},
         bx{"tbx"}, pi{"tpi"}, mt{"tmt"}, ni{"tni"}, wp{"twp"}, rd{"trd"}, c8{"tc8"}, k4{"tk4"};
     Func source;  // (x, y, ci, n): the input, edge-clamped, zero past cin

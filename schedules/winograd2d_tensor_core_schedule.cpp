@@ -53,9 +53,9 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
     // 32 pixels fell on 4 banks (8-way conflicts).
     w.groups.compute_at(out, xp).store_in(MemoryType::Register).bound(w.k, 0, 8).vectorize(w.k, 4);
 
-    // 1. v staged once per block, a thread per (lane, tile group, step): 4 x 8 x 4, past two
-    // steps (p32) each thread takes the others in a serial loop (the steps a serial loop on
-    // half the threads was 5% slower for p25).
+    // 1. v staged once per block, a thread per (lane, tile group, step): 4 x 8 x 4 (p32: 4 x 8
+    // x 8, its 8 warps), past that each thread takes the other steps in a serial loop (the
+    // steps a serial loop on half the threads was 5% slower for p25).
     w.vf.compute_at(out, xo)
         .store_in(MemoryType::GPUShared)
         .bound(w.jb, 0, 2).bound(w.t4, 0, 4).bound(w.g8, 0, 8).bound(w.tg, 0, 2).bound(w.ks, 0, steps)
