@@ -1,5 +1,5 @@
 // What the p25 and p32 generators share around their pipelines: the output
-// binding and the autoscheduler's estimates. Both generators declare the
+// binding and the autoscheduler's estimates (and the tensor-core generators' form and output). Both generators declare the
 // same Inputs (input, weight, bias, winograd) and Output (output), where
 // `winograd` selects Winograd F(4, 3) along x when true and the kernel is
 // 3x3, the direct form otherwise. A Winograd result is NaN wherever the
@@ -9,6 +9,7 @@
 #pragma once
 
 #include "pipelines.h"
+#include "winograd2d_tensor_core.h"
 
 namespace fusedconv {
 
@@ -23,6 +24,26 @@ void bind_conv2d_min_output(Conv2dMinPipeline &p, OutputBuffer &output) {
     output.dim(0).set_min(0);
     output.dim(1).set_min(0);
     p.output = output;
+}
+
+// The tensor-core generators (p25_tensor_core, p32_tensor_core): the form on the generator's
+// input, weight and bias, in `shape` (scale as winograd2d_tensor_core.h says); and output(x, y,
+// 1, n) = value, the blocks at multiples of 64 x 4 pixels from 0, so that a block's tiles are
+// one bx and ty.
+template <typename TensorCoreGenerator>
+blocks::ConvMinWinogradTensorCore tensor_core_form(TensorCoreGenerator &g, blocks::TensorCoreShape shape,
+                                                   Halide::Expr scale = Halide::Expr()) {
+    return blocks::conv2d_min_winograd_tensor_core(
+        g.input, g.weight, g.bias, g.weight.dim(0).extent(), g.weight.dim(1).extent(),
+        g.weight.dim(2).extent(), g.weight.dim(3).extent(), g.input.dim(0).extent(),
+        g.input.dim(1).extent(), shape, scale);
+}
+template <typename OutputBuffer>
+void bind_tensor_core_output(OutputBuffer &output, const Halide::Expr &value) {
+    blocks::V v;
+    output(v.x, v.y, v.c, v.n) = value;
+    output.dim(0).set_min(0);
+    output.dim(1).set_min(0);
 }
 
 // Estimates for an autoscheduler (bench/tune): a (batch, cin, 256, 256)

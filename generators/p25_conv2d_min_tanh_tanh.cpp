@@ -51,15 +51,10 @@ public:
     Output<Buffer<float, 4>> output{"output"}; // (x, y, 1, n)
 
     void generate() {
-        form = blocks::conv2d_min_winograd_tensor_core(
-            input, weight, bias, weight.dim(0).extent(), weight.dim(1).extent(), weight.dim(2).extent(),
-            weight.dim(3).extent(), input.dim(0).extent(), input.dim(1).extent(), blocks::kTensorCoreShape);
+        form = tensor_core_form(*this, blocks::kTensorCoreShape);
         blocks::V v;
         Expr mn = form.f(v.x, v.y, v.n);
-        output(v.x, v.y, v.c, v.n) = epilogue ? p25_epilogue(mn) : mn;
-        // Blocks at multiples of 64 x 4 pixels from 0, so that a block's tiles are one bx and ty.
-        output.dim(0).set_min(0);
-        output.dim(1).set_min(0);
+        bind_tensor_core_output(output, epilogue ? p25_epilogue(mn) : mn);
     }
 
     void schedule() { schedules::gpu_conv2d_min_winograd_tensor_core(form, output, get_target()); }

@@ -40,10 +40,10 @@ private:
 };
 
 // p32 in the F(4x4, 3x3) form on tensor cores (winograd2d_tensor_core.h), for CUDA targets,
-// with all 64 input channels' v staged (147 KB a block, so one block of 4 warps per SM): the
-// runtime calls it for 3x3 kernels with at most kTensorCoreMaxCinWide input channels on GPUs
-// with tf32 tensor cores, and recomputes the samples it marks NaN with p32_xy_cuda's direct
-// form.
+// with all 64 input channels' v staged and rounds of 32 output channels (224 KB a block, so one
+// block of 8 warps per SM): the runtime calls it for 3x3 kernels with at most
+// kTensorCoreMaxCinWide input channels on GPUs with tf32 tensor cores, and recomputes the
+// samples it marks NaN with p32_xy_cuda's direct form.
 class Conv2dScaleMinTensorCore : public Halide::Generator<Conv2dScaleMinTensorCore> {
 public:
     Input<Buffer<float, 4>> input{"input"};    // (x, y, ci, n)
@@ -53,15 +53,9 @@ public:
     Output<Buffer<float, 4>> output{"output"}; // (x, y, 1, n)
 
     void generate() {
-        form = blocks::conv2d_min_winograd_tensor_core(
-            input, weight, bias, weight.dim(0).extent(), weight.dim(1).extent(), weight.dim(2).extent(),
-            weight.dim(3).extent(), input.dim(0).extent(), input.dim(1).extent(),
-            blocks::kTensorCoreWideShape, scale);
+        form = tensor_core_form(*this, blocks::kTensorCoreWideShape, scale);
         blocks::V v;
-        output(v.x, v.y, v.c, v.n) = form.f(v.x, v.y, v.n);
-        // Blocks at multiples of 64 x 4 pixels from 0, so that a block's tiles are one bx and ty.
-        output.dim(0).set_min(0);
-        output.dim(1).set_min(0);
+        bind_tensor_core_output(output, form.f(v.x, v.y, v.n));
     }
 
     void schedule() { schedules::gpu_conv2d_min_winograd_tensor_core(form, output, get_target()); }

@@ -9,14 +9,15 @@
 //
 // The form is laid out for its one schedule (schedules/winograd2d_tensor_core_schedule.h): the
 // operands' fragment layouts are the mma's, and a block of the GPU owns 16 tiles along x
-// (64 x 4 output pixels) of one sample, summed by 4 warps of 9 points each, in rounds of 16
-// output channels:
+// (64 x 4 output pixels) of one sample, summed by warps of 9 points each, in rounds of 16 or 32
+// output channels (TensorCoreShape below):
 //  - uf: the transformed taps u = G g GT as each lane's A fragments, split into a tf32 value
 //    and its tf32 remainder, zero past the input and output channels;
 //  - vf: the transformed input v = BT d B as each lane's B fragments, zero past the input
 //    channels;
-//  - acc: a warp's sums of one point for 16 output channels x 8 tiles, 2 steps of 8 input
-//    channels; mfrag, m: those sums as a round's (point, channel, tile);
+//  - acc: a warp's sums of one point for 16 output channels x 8 tiles (an m-tile and a tile
+//    group), over the steps of 8 input channels; mfrag, m: those sums as a round's (point,
+//    channel, tile);
 //  - ox, poison, tiles: the output transform, bias and NaN marking of winograd2d.h;
 //  - part: per (channel group, tile, pixel) the running minimum over the rounds, the channels
 //    past cout excluded; f: the minimum over the 8 channel groups.
