@@ -50,14 +50,19 @@ public:
     Input<Buffer<float, 1>> bias{"bias"};      // (co)
     Output<Buffer<float, 4>> output{"output"}; // (x, y, 1, n)
 
+    schedules::TensorCoreParams tunables;
+
     void generate() {
-        form = tensor_core_form(*this, blocks::kTensorCoreShape);
+        form = tensor_core_form(*this, tunables.shape(blocks::kTensorCoreShape));
         blocks::V v;
         Expr mn = form.f(v.x, v.y, v.n);
         bind_tensor_core_output(output, epilogue ? p25_epilogue(mn) : mn);
     }
 
-    void schedule() { schedules::gpu_conv2d_min_winograd_tensor_core(form, output, get_target()); }
+    void schedule() {
+        schedules::gpu_conv2d_min_winograd_tensor_core(form, output, get_target(),
+                                                       tunables.step_unroll(form.shape));
+    }
 
 private:
     blocks::ConvMinWinogradTensorCore form;

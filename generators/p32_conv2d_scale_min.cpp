@@ -52,13 +52,18 @@ public:
     Input<float> scale{"scale"};               // runtime scale_factor, may be negative
     Output<Buffer<float, 4>> output{"output"}; // (x, y, 1, n)
 
+    schedules::TensorCoreParams tunables;
+
     void generate() {
-        form = tensor_core_form(*this, blocks::kTensorCoreWideShape, scale);
+        form = tensor_core_form(*this, tunables.shape(blocks::kTensorCoreWideShape), scale);
         blocks::V v;
         bind_tensor_core_output(output, form.f(v.x, v.y, v.n));
     }
 
-    void schedule() { schedules::gpu_conv2d_min_winograd_tensor_core(form, output, get_target()); }
+    void schedule() {
+        schedules::gpu_conv2d_min_winograd_tensor_core(form, output, get_target(),
+                                                       tunables.step_unroll(form.shape));
+    }
 
 private:
     blocks::ConvMinWinogradTensorCore form;

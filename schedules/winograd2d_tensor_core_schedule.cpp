@@ -6,6 +6,28 @@ namespace fusedconv::schedules {
 
 using namespace Halide;
 
+blocks::TensorCoreShape TensorCoreParams::shape(blocks::TensorCoreShape model) const {
+    const int m = gpu_tc_round_mtiles;
+    if (m != 0 && m != 1 && m != 2) {
+        throw CompileError("gpu_tc_round_mtiles must be 1 or 2 (0: the model's choice), not " +
+                           std::to_string(m));
+    }
+    if (m != 0) model.round_mtiles = m;
+    return model;
+}
+
+int TensorCoreParams::step_unroll(const blocks::TensorCoreShape &shape) const {
+    const int steps = shape.max_cin / blocks::kTensorCoreStep, u = gpu_tc_step_unroll;
+    if (u == 0) return std::min(steps, 2);
+    if (u < 1 || u > steps) {
+        throw CompileError("gpu_tc_step_unroll must be 1 to " + std::to_string(steps) +
+                           " (the steps of " + std::to_string(blocks::kTensorCoreStep) + " of " +
+                           std::to_string(shape.max_cin) + " input channels; 0: the default), not " +
+                           std::to_string(u));
+    }
+    return u;
+}
+
 // One kernel. A block of 4 warps (p25; p32 8, round_mtiles) owns 16 tiles along x of one
 // sample, 64 x 4 output pixels:
 //  1. v of its tiles and max_cin input channels (16 for p25, 64 for p32), staged once in
@@ -27,7 +49,7 @@ using namespace Halide;
 // L2 61%, issue 28%, the stalls led by long scoreboard (u's loads), then fixed-latency
 // dependencies (NOTES, "p32: 8 warps a block").
 void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, Func out,
-                                         const Target &target) {
+                                         const Target &target, int step_unroll) {
     if (!target.has_feature(Target::CUDA)) {
         throw CompileError("the tensor-core F(4x4, 3x3) form compiles for CUDA targets only, not " +
                            target.to_string());
@@ -95,7 +117,8 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
     // time (8-byte stores), stored (el, t4, g2, g4, eh, ...) with t4 padded to 6, so at words
     // el + 2 t4 + 12 g2 + 24 g4: a half-warp's stores (t4, g4) and the output transform's reads of
     // one point (a warp: 4 tiles x 8 channels) each fall in 32 distinct banks. The input-channel
-    // steps unrolled, in pairs past two (p32's eight); p25's two unrolled were 2% faster.
+    // steps unrolled by step_unroll: by default all up to two, in pairs past that (p32's
+    // eight); p25's two unrolled were 2% faster.
     w.mfrag.compute_at(w.part, w.rc)
         .store_in(MemoryType::GPUShared)
         .bound(w.el, 0, 2).bound(w.eh, 0, 2).bound(w.t4, 0, 4).bound(w.g4, 0, 4).bound(w.g2, 0, 2)
@@ -127,10 +150,10 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
     }
     w.acc.compute_at(w.mfrag, w.t4).store_in(MemoryType::Register).unroll(w.pi).unroll(w.mt).unroll(w.ni);
     w.acc.update().reorder(w.mt, w.pi, w.ni, w.rk).unroll(w.mt).unroll(w.pi).unroll(w.ni);
-    if (steps <= 2) {
+    if (step_unroll >= steps) {
         w.acc.update().unroll(w.rk);
-    } else {
-        w.acc.update().split(w.rk, rko, rki, 2).unroll(rki);
+    } else if (step_unroll > 1) {
+        w.acc.update().split(w.rk, rko, rki, step_unroll).unroll(rki);
     }
     // u's fragments loaded as 16-byte vectors, a warp's 512 contiguous bytes each (against
     // 1 KB spans at a 32-byte stride: 10% faster): uf's strides are dense from 0 (bounded

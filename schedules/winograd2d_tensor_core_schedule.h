@@ -6,9 +6,27 @@
 
 namespace fusedconv::schedules {
 
+// The tensor-core libraries' tunable choices (bench/tune: p25_tc_cuda, p32_tc_cuda). 0 is the
+// model's choice: the generator's shape (kTensorCoreShape, kTensorCoreWideShape) and its
+// default unroll.
+struct TensorCoreParams {
+    // Blocks of 16 output channels a round (TensorCoreShape::round_mtiles): 1 (4 warps, each
+    // summing both tile groups) or 2 (8 warps, each one tile group for both m-tiles). Measured:
+    // p25 1, p32 2 (schedules/NOTES.md).
+    Halide::GeneratorParam<int> gpu_tc_round_mtiles{"gpu_tc_round_mtiles", 0};
+    // Steps of 8 input channels the mma loop unrolls, 1 to max_cin / 8; 0: all of them up to
+    // two steps, pairs past that (p25's two unrolled measured 2% faster than one).
+    Halide::GeneratorParam<int> gpu_tc_step_unroll{"gpu_tc_step_unroll", 0};
+    // `model` with round_mtiles resolved; throws CompileError on a value out of range.
+    blocks::TensorCoreShape shape(blocks::TensorCoreShape model) const;
+    // gpu_tc_step_unroll resolved for `shape`; throws CompileError on a value out of range.
+    int step_unroll(const blocks::TensorCoreShape &shape) const;
+};
+
 // `out` (x, y, c, n), c of extent 1: the pipeline's output, an element-wise function of the
 // form's f (inlined). Throws CompileError for a target without CUDA.
+// `step_unroll`: TensorCoreParams::step_unroll's.
 void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, Halide::Func out,
-                                         const Halide::Target &target);
+                                         const Halide::Target &target, int step_unroll);
 
 }  // namespace fusedconv::schedules

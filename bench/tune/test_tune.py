@@ -120,8 +120,16 @@ class SpaceTest(unittest.TestCase):
 
     def test_repository_space_loads_and_defaults_are_valid(self):
         space = tune.load_space()
-        self.assertEqual(set(space), {"p24_cuda", "p25_cuda", "p25_xy_cuda", "p32_cuda",
-                                      "p32_xy_cuda", "p83_cuda", "p83_xy_cuda"})
+        self.assertEqual(set(space), {"p24_cuda", "p25_cuda", "p25_xy_cuda", "p25_tc_cuda",
+                                      "p32_cuda", "p32_xy_cuda", "p32_tc_cuda", "p83_cuda",
+                                      "p83_xy_cuda"})
+        # The tensor-core libraries: their own signatures, CUDA only, no Li2018.
+        for lib in ("p25_tc_cuda", "p32_tc_cuda"):
+            self.assertEqual(space[lib].entry, lib[:3] + "_tc")
+            self.assertTrue(space[lib].cuda_only)
+            self.assertFalse(space[lib].li2018)
+        self.assertEqual(space["p25_cuda"].entry, "p25")
+        self.assertFalse(space["p25_cuda"].cuda_only)
         for lib, s in space.items():
             with self.subTest(lib=lib):
                 self.assertTrue(all(n.startswith("gpu_") for n in s.names))
@@ -392,6 +400,35 @@ class RoundsTest(unittest.TestCase):
         self.assertEqual((len(xy_lines), len(x_lines)), (2, 2))
         self.assertTrue(all(l.endswith(';gpu_winograd_dims=xy")') for l in xy_lines))
         self.assertFalse(any("gpu_winograd_dims" in l for l in x_lines))
+
+    def test_a_library_with_its_own_entry(self):
+        # A tensor-core library: its table lines take its signature's helper (p25_tc_entry), no
+        # Li2018 library is built for it, and a CPU smoke round leaves it out.
+        tc = small_spec(model="p25", generator="p25_tensor_core", shape=[2, 16, 64, 64],
+                        entry="p25_tc", cuda_only=True, li2018=False)
+        write_space(self.space_path, {"p24_cuda": small_spec(), "p25_tc_cuda": tc})
+        self.assertEqual(self.run_tune("round", "--no-build", "--cap", "2", "--grid-max", "1"), 0)
+        table = (self.work / "gen" / "tune_table.cpp").read_text()
+        gen = (self.work / "gen" / "CMakeLists.txt").read_text()
+        self.assertIn('p25_tc_entry("p25_tc_cuda", "default", "default", "fusedconv_p25_tc_cuda"', table)
+        self.assertIn('p25_tc_entry("p25_tc_cuda", "candidate", "c000"', table)
+        self.assertNotIn("fusedconv_tune_li2018(p25_tc_cuda", gen)
+        self.assertNotIn('p25_entry(', table)
+        smoke = self.dir / "smoke"
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(err):
+            rc = tune.main(["--work", str(smoke), "--space", str(self.space_path), "round",
+                            "--no-build", "--smoke-cpu", "--cap", "2", "--grid-max", "1"])
+        self.assertEqual(rc, 0)
+        self.assertIn("leaving out p25_tc_cuda", err.getvalue())
+        smoke_table = (smoke / "gen" / "tune_table.cpp").read_text()
+        self.assertNotIn("p25_tc", smoke_table)
+        self.assertIn('p24_entry("p24_cuda", "default", "default", "fusedconv_p24_cpu"', smoke_table)
+        # Only CUDA-only libraries selected: an error, not an empty round.
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            rc = tune.main(["--work", str(self.dir / "smoke2"), "--space", str(self.space_path),
+                            "round", "--no-build", "--smoke-cpu", "--models", "p25"])
+        self.assertNotEqual(rc, 0)
 
     def test_fixed_params_are_not_searched(self):
         with self.assertRaises(tune.TuneError):

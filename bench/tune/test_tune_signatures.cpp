@@ -7,7 +7,9 @@
 
 #include "p24_cuda.h"
 #include "p25_cuda.h"
+#include "p25_tc_cuda.h"
 #include "p32_cuda.h"
+#include "p32_tc_cuda.h"
 #include "p83_cuda.h"
 
 #include <type_traits>
@@ -20,6 +22,10 @@ static_assert(std::is_same_v<decltype(&fusedconv_p25_cuda), P25Fn>,
               "tune_table.h: P25Fn is not the signature of the p25 generator");
 static_assert(std::is_same_v<decltype(&fusedconv_p32_cuda), P32Fn>,
               "tune_table.h: P32Fn is not the signature of the p32 generator");
+static_assert(std::is_same_v<decltype(&fusedconv_p25_tc_cuda), P25TcFn>,
+              "tune_table.h: P25TcFn is not the signature of the p25 tensor-core generator");
+static_assert(std::is_same_v<decltype(&fusedconv_p32_tc_cuda), P32TcFn>,
+              "tune_table.h: P32TcFn is not the signature of the p32 tensor-core generator");
 static_assert(std::is_same_v<decltype(&fusedconv_p83_cuda), P83Fn>,
               "tune_table.h: P83Fn is not the signature of the p83 generator");
 

@@ -17,7 +17,10 @@
 #include "fusedconv/models.h"
 #include "halide_call.h"  // runtime/src: Halide errors -> fusedconv::Error
 #include "nan_check.h"    // runtime/src: the Winograd form's NaN recomputation
+#include "p25_xy_cuda.h"  // the direct recomputation after the tensor-core libraries
+#include "p32_xy_cuda.h"
 #include "run_tools.h"
+#include "winograd2d_limits.h"  // the tensor-core libraries' input-channel limits
 
 #include <CLI/CLI.hpp>
 
@@ -122,6 +125,9 @@ public:
             };
             detail::run_winograd_or_direct(winograd, input_, out, run);
             return;
+        } else if (e.p25_tc || e.p32_tc) {
+            call_tensor_core(e, out);
+            return;
         } else if (e.p83) {
             const auto &m = *m83_;
             r = e.p83(input_.raw(), w, b, m.norm_weight().raw(), m.norm_bias().raw(), m.groups(),
@@ -134,6 +140,35 @@ public:
     }
 
 private:
+    // As p25_run and p32_run call the tensor-core libraries (runtime/src/ops.cpp): the form on
+    // the batch, the samples it marks NaN recomputed in the direct form of the model's F(4x4,
+    // 3x3) library, which the runtime takes for them too.
+    void call_tensor_core(const Entry &e, Tensor &out) const {
+        const Tensor &weight = model_->conv_weight();
+        const int64_t max_cin = e.p25_tc ? kTensorCoreMaxInChannels : kTensorCoreWideMaxInChannels;
+        if (!detail::tensor_core_form_applies(weight, max_cin)) {
+            throw Error(e.function + ": the tensor-core form does not apply to weights of shape " +
+                        shape_string(weight.shape()) + " here: it takes 3x3 kernels with at most " +
+                        std::to_string(max_cin) + " input channels, on a GPU with tf32 tensor "
+                        "cores, with FUSEDCONV_TENSOR_CORES unset or 1");
+        }
+        halide_buffer_t *w = weight.raw(), *b = model_->conv_bias().raw();
+        auto run = [&](bool wino, halide_buffer_t *in, halide_buffer_t *o) {
+            if (wino) {
+                detail::check_halide(e.p25_tc ? e.p25_tc(in, w, b, o)
+                                              : e.p32_tc(in, w, b, m32_->scale_factor(), o),
+                                     e.function);
+            } else if (e.p25_tc) {
+                detail::check_halide(fusedconv_p25_xy_cuda(in, w, b, false, o),
+                                     "fusedconv_p25_xy_cuda (the direct form)");
+            } else {
+                detail::check_halide(fusedconv_p32_xy_cuda(in, w, b, m32_->scale_factor(), false, o),
+                                     "fusedconv_p32_xy_cuda (the direct form)");
+            }
+        };
+        detail::run_winograd_or_direct(true, input_, out, run);
+    }
+
     Device device_;
     std::unique_ptr<Model> model_;
     // model_ as its own class where a call needs more than the conv's

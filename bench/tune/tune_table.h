@@ -21,6 +21,10 @@ using P25Fn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, b
                       halide_buffer_t *);
 using P32Fn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, float, bool,
                       halide_buffer_t *);
+// The tensor-core libraries (p25_tc_cuda, p32_tc_cuda: the Winograd form only, no `winograd`).
+using P25TcFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+using P32TcFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, float,
+                        halide_buffer_t *);
 using P83Fn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                       halide_buffer_t *, int32_t, float, float, float, float, float, bool,
                       uint32_t, halide_buffer_t *);
@@ -37,7 +41,9 @@ struct Entry {
     P25Fn p25 = nullptr;
     P32Fn p32 = nullptr;
     P83Fn p83 = nullptr;
-    bool callable() const { return p24 || p25 || p32 || p83; }
+    P25TcFn p25_tc = nullptr;
+    P32TcFn p32_tc = nullptr;
+    bool callable() const { return p24 || p25 || p32 || p83 || p25_tc || p32_tc; }
 };
 
 inline Entry make_entry(const char *model, const char *lib, const char *system, const char *id,
@@ -70,6 +76,20 @@ inline Entry p83_entry(const char *lib, const char *system, const char *id,
                        const char *function, const char *params, P83Fn fn) {
     Entry e = make_entry("p83", lib, system, id, function, params);
     e.p83 = fn;
+    return e;
+}
+// The tensor-core libraries: the model's, with their own signatures (search_space.json's
+// "entry").
+inline Entry p25_tc_entry(const char *lib, const char *system, const char *id,
+                          const char *function, const char *params, P25TcFn fn) {
+    Entry e = make_entry("p25", lib, system, id, function, params);
+    e.p25_tc = fn;
+    return e;
+}
+inline Entry p32_tc_entry(const char *lib, const char *system, const char *id,
+                          const char *function, const char *params, P32TcFn fn) {
+    Entry e = make_entry("p32", lib, system, id, function, params);
+    e.p32_tc = fn;
     return e;
 }
 // A library that could not be built (the error is logged, nothing runs).

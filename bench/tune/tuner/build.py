@@ -45,7 +45,7 @@ def build_round(args, work, space, st, state_path, round_no, libs, ident, token)
     li_ok, li_failed = set(), {}
     for lib in libs:
         li = st["libs"][lib].get("li2018", {})
-        if args.li2018 and li2018_wanted(st["libs"][lib], ident) and li.get("source_hash") == ident["source_hash"]:
+        if args.li2018 and space[lib].li2018 and li2018_wanted(st["libs"][lib], ident) and li.get("source_hash") == ident["source_hash"]:
             if li.get("build") == "ok":
                 li_ok.add(lib)
             elif li.get("build") == "failed":
@@ -63,6 +63,8 @@ def build_round(args, work, space, st, state_path, round_no, libs, ident, token)
         info = json.loads((build / "tune_build_info.json").read_text())
         changed = False
         for lib in libs:
+            if not space[lib].li2018:
+                continue
             li = st["libs"][lib].setdefault("li2018", {})
             if not li2018_wanted(st["libs"][lib], ident):
                 continue

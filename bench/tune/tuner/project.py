@@ -38,7 +38,7 @@ def write_project(gen_dir, space, st, round_no, libs, li2018_ok, li2018_failed, 
         ref_lib = lib if not smoke else f"{model}_cpu"
         includes.append(f"#include \"{ref_lib}.h\"")
         ref = reference_point(s)
-        entries.append(f"        {model}_entry({c_string(lib)}, \"default\", \"default\", "
+        entries.append(f"        {s.entry}_entry({c_string(lib)}, \"default\", \"default\", "
                        f"\"fusedconv_{ref_lib}\", {c_string(json.dumps(ref))}, &fusedconv_{ref_lib}),")
         for cid in sorted(round_ids.get(lib, [])):
             c = ls["candidates"][cid]
@@ -47,13 +47,13 @@ def write_project(gen_dir, space, st, round_no, libs, li2018_ok, li2018_failed, 
             fn = f"fusedconv_tune_{lib}_{cid}"
             cm.append(f"fusedconv_tune_candidate({lib} {cid} {s.generator} \"{s.cmake_params(c['params'])}\")")
             includes.append(f"#include \"{fn}.h\"")
-            entries.append(f"        {model}_entry({c_string(lib)}, \"candidate\", {c_string(cid)}, {c_string(fn)}, "
+            entries.append(f"        {s.entry}_entry({c_string(lib)}, \"candidate\", {c_string(cid)}, {c_string(fn)}, "
                            f"{c_string(json.dumps(c['params']))}, &{fn}),")
         if lib in li2018_ok:
             fn = f"fusedconv_tune_{lib}_li2018"
             cm.append(f"fusedconv_tune_li2018({lib} {s.generator})")
             includes.append(f"#include \"{fn}.h\"")
-            entries.append(f"        {model}_entry({c_string(lib)}, \"li2018\", \"li2018\", {c_string(fn)}, \"{{}}\", &{fn}),")
+            entries.append(f"        {s.entry}_entry({c_string(lib)}, \"li2018\", \"li2018\", {c_string(fn)}, \"{{}}\", &{fn}),")
         elif lib in li2018_failed:
             entries.append(f"        failed_entry({c_string(model)}, {c_string(lib)}, \"li2018\", \"li2018\", "
                            f"{c_string(li2018_failed[lib])}),")

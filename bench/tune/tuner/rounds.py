@@ -102,6 +102,13 @@ def cmd_round(args):
     if args.seed is not None and args.seed != st["seed"]:
         log(f"note: this state was started with --seed {st['seed']}; keeping it")
     libs = selected_libs(space, args.models)
+    if args.smoke_cpu:
+        skipped = [l for l in libs if space[l].cuda_only]
+        if skipped:
+            log(f"--smoke-cpu: leaving out {', '.join(skipped)}, which compile for CUDA only")
+        libs = [l for l in libs if not space[l].cuda_only]
+        if not libs:
+            raise TuneError("--smoke-cpu: every selected library compiles for CUDA only")
     shapes = parse_shapes(args.shape, space)
     if args.smoke_cpu:  # CPU libraries are slow at the default shapes: batch 1 unless given
         for lib in libs:
@@ -114,7 +121,7 @@ def cmd_round(args):
     round_no, picks = plan_round(st, space, libs, args.cap, st["seed"], args.grid_max, args.top,
                                  args.explore, shapes, args.drop_pending)
     # A library is in the round when it has candidates, or Li2018 still to measure.
-    libs = [l for l in libs if picks[l] or (args.li2018 and li2018_wanted(st["libs"][l], ident))]
+    libs = [l for l in libs if picks[l] or (args.li2018 and space[l].li2018 and li2018_wanted(st["libs"][l], ident))]
     for lib in libs:
         s, ls = space[lib], st["libs"][lib]
         modes = {}

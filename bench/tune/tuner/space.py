@@ -61,6 +61,14 @@ class LibSpace:
         self.lib = lib
         self.model = spec.get("model", lib.split("_")[0])
         self.generator = spec["generator"]
+        # The table's entry helper (tune_table.h: <entry>_entry) and so the function's signature:
+        # the model's, unless the library has its own (p25_tc_cuda: "p25_tc").
+        self.entry = spec.get("entry", self.model)
+        # A library with no CPU build (the tensor-core forms): --smoke-cpu leaves it out.
+        self.cuda_only = bool(spec.get("cuda_only", False))
+        # Whether rounds build the Li2018-autoscheduled library too (false where the generator
+        # has no estimates to give it, as the tensor-core forms).
+        self.li2018 = bool(spec.get("li2018", True))
         self.header = spec.get("header", "")
         self.shape = list(spec.get("shape", []))
         self.constants = dict(spec.get("constants", {}))
