@@ -40,8 +40,8 @@ private:
 };
 
 // p32 in the F(4x4, 3x3) form on tensor cores (winograd2d_tensor_core.h), for CUDA targets,
-// with all 64 input channels' v staged and rounds of 32 output channels (224 KB a block, so one
-// block of 8 warps per SM): the runtime calls it for 3x3 kernels with at most
+// with all 64 input channels' v staged (209 KB a block with rounds of 16 output channels, so one
+// block of 4 warps per SM): the runtime calls it for 3x3 kernels with at most
 // kTensorCoreMaxCinWide input channels on GPUs with tf32 tensor cores, and recomputes the
 // samples it marks NaN with p32_xy_cuda's direct form.
 class Conv2dScaleMinTensorCore : public Halide::Generator<Conv2dScaleMinTensorCore> {

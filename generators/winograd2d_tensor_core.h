@@ -58,7 +58,7 @@ struct TensorCoreShape {
     int round_mtiles = 1;
 };
 constexpr TensorCoreShape kTensorCoreShape{kTensorCoreMaxCin, 1};          // p25's
-constexpr TensorCoreShape kTensorCoreWideShape{kTensorCoreMaxCinWide, 2};  // p32's
+constexpr TensorCoreShape kTensorCoreWideShape{kTensorCoreMaxCinWide, 1};  // p32's
 
 struct ConvMinWinogradTensorCore : ConvWinograd2DVars {
     // Fragment indices (mma_splice.h's layout): lane = 4 g8 + t4; q the A element, h its tf32

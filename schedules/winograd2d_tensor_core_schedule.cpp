@@ -18,7 +18,7 @@ blocks::TensorCoreShape TensorCoreParams::shape(blocks::TensorCoreShape model) c
 
 int TensorCoreParams::step_unroll(const blocks::TensorCoreShape &shape) const {
     const int steps = shape.max_cin / blocks::kTensorCoreStep, u = gpu_tc_step_unroll;
-    if (u == 0) return std::min(steps, 2);
+    if (u == 0) return steps;
     if (u < 1 || u > steps) {
         throw CompileError("gpu_tc_step_unroll must be 1 to " + std::to_string(steps) +
                            " (the steps of " + std::to_string(blocks::kTensorCoreStep) + " of " +
@@ -28,26 +28,26 @@ int TensorCoreParams::step_unroll(const blocks::TensorCoreShape &shape) const {
     return u;
 }
 
-// One kernel. A block of 4 warps (p25; p32 8, round_mtiles) owns 16 tiles along x of one
-// sample, 64 x 4 output pixels:
+// One kernel. A block of 4 warps (8 with round_mtiles 2) owns 16 tiles along x of one sample,
+// 64 x 4 output pixels:
 //  1. v of its tiles and max_cin input channels (16 for p25, 64 for p32), staged once in
 //     shared memory in B-fragment order (37 KB, p32 147 KB), its row transform in registers;
-//  2. per round of 16 output channels (p32 32), each warp's mma steps (9 points x 2 tile groups
-//     x max_cin / 8 steps; p32 9 points x 2 m-tiles x 8 steps) into registers, handed to shared
-//     memory (54 KB with the padding; p32 72 KB);
+//  2. per round of 16 output channels (32 with round_mtiles 2), each warp's mma steps (9
+//     points x 2 tile groups x max_cin / 8 steps, all unrolled by default) into registers,
+//     handed to shared memory (54 KB with the padding; 72 KB with round_mtiles 2);
 //  3. the output transform, a thread per (channel c8, tile), 4 warps, folded into the running
 //     minimum of its channels c8 + 8 k (shared, 8 KB);
 //  4. the output: the minimum over the 8 channel groups and the epilogue.
 // p25: 98 KB of shared memory a block, past the 48 KB a launch gets without the kernel's
-// attribute raised (the runtime's launch hook does it): 2 blocks, 8 warps per SM. p32: 224 KB,
-// one block of 8 warps. u's fragments are a small kernel of their own (295 KB for p25's 64
+// attribute raised (the runtime's launch hook does it): 2 blocks, 8 warps per SM. p32: 209 KB,
+// one block of 4 warps. u's fragments are a small kernel of their own (295 KB for p25's 64
 // output channels, 2.4 MB for p32's 128), read by every block through L1.
 // p25 (128 x 16 x 256 x 256), H100: 1.91-1.96 ms against 2.91-2.92 for the tile form
 // (p25_xy_cuda); ncu: L1 68% busy, issue 43%, tensor pipe 21%, the stalls led by fixed-latency
 // dependencies (schedules/NOTES.md, "Where the instructions and the L1 wavefronts go").
-// p32 (64 x 64 x 256 x 256), H200: 5.47-5.48 ms; ncu: 255 registers, tensor pipe 28%, L1 77%,
-// L2 61%, issue 28%, the stalls led by long scoreboard (u's loads), then fixed-latency
-// dependencies (NOTES, "p32: 8 warps a block").
+// p32 (64 x 64 x 256 x 256), H100: 5.10 ms with its 8 steps unrolled (bench/tune: against 5.43
+// with 8 warps, 5.70 for 8 warps and the steps in pairs, the build before); (NOTES, "The
+// tensor-core libraries tuned").
 void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, Func out,
                                          const Target &target, int step_unroll) {
     if (!target.has_feature(Target::CUDA)) {
@@ -75,9 +75,9 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
     // 32 pixels fell on 4 banks (8-way conflicts).
     w.groups.compute_at(out, xp).store_in(MemoryType::Register).bound(w.k, 0, 8).vectorize(w.k, 4);
 
-    // 1. v staged once per block, a thread per (lane, tile group, step): 4 x 8 x 4 (p32: 4 x 8
-    // x 8, its 8 warps), past that each thread takes the other steps in a serial loop (the
-    // steps a serial loop on half the threads was 5% slower for p25).
+    // 1. v staged once per block, a thread per (lane, tile group, step): 4 x 8 x 4 (8 warps: 4
+    // x 8 x 8), past that each thread takes the other steps in a serial loop (the steps a
+    // serial loop on half the threads was 5% slower for p25).
     w.vf.compute_at(out, xo)
         .store_in(MemoryType::GPUShared)
         .bound(w.jb, 0, 2).bound(w.t4, 0, 4).bound(w.g8, 0, 8).bound(w.tg, 0, 2).bound(w.ks, 0, steps)
@@ -117,8 +117,8 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
     // time (8-byte stores), stored (el, t4, g2, g4, eh, ...) with t4 padded to 6, so at words
     // el + 2 t4 + 12 g2 + 24 g4: a half-warp's stores (t4, g4) and the output transform's reads of
     // one point (a warp: 4 tiles x 8 channels) each fall in 32 distinct banks. The input-channel
-    // steps unrolled by step_unroll: by default all up to two, in pairs past that (p32's
-    // eight); p25's two unrolled were 2% faster.
+    // steps unrolled by step_unroll, by default all: p32's 8 in 5.10 ms against 6.01 in pairs
+    // (H100), p25's 2 2% faster than rolled.
     w.mfrag.compute_at(w.part, w.rc)
         .store_in(MemoryType::GPUShared)
         .bound(w.el, 0, 2).bound(w.eh, 0, 2).bound(w.t4, 0, 4).bound(w.g4, 0, 4).bound(w.g2, 0, 2)
@@ -130,8 +130,8 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
         w.mfrag.reorder(w.el, w.eh, w.pi, w.mt, w.ni, w.t4, w.g4, w.g2, w.wp).unroll(w.ni);
     } else {
         // Each warp sums one tile group for both m-tiles, so that each v fragment serves two
-        // steps: 8 warps. p32: 5.47-5.48 ms against 5.92-5.93 with one m-tile a round (H200);
-        // the steps split between two sets of 4 warps instead measured 5.54.
+        // steps: 8 warps. p32 with the steps in pairs: 5.47-5.48 ms against 5.92-5.93 with one
+        // m-tile a round (H200); all 8 unrolled, 5.43 against 5.10 (H100).
         w.mfrag.reorder(w.el, w.eh, w.pi, w.mt, w.t4, w.g4, w.g2, w.ni, w.wp).fuse(w.ni, w.wp, wk);
         warp = wk;
     }
@@ -144,8 +144,8 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
     if (mtiles == 1) {
         w.mfrag.reorder_storage(w.el, w.t4, w.g2, w.g4, w.eh, w.pi, w.mt, w.ni, w.wp).align_storage(w.t4, 6);
     } else {
-        // p32's 32 channels of sums unpadded (72 KB), so that the block's 224 KB fit the 227 KB
-        // an H100's block can have: stores conflict-free, the reads 2 to a bank.
+        // 32 channels of sums unpadded (72 KB), so that p32's block of 224 KB fits the 227 KB an
+        // H100's block can have: stores conflict-free, the reads 2 to a bank.
         w.mfrag.reorder_storage(w.el, w.t4, w.g4, w.g2, w.eh, w.pi, w.mt, w.ni, w.wp);
     }
     w.acc.compute_at(w.mfrag, w.t4).store_in(MemoryType::Register).unroll(w.pi).unroll(w.mt).unroll(w.ni);

@@ -11,11 +11,12 @@ namespace fusedconv::schedules {
 // default unroll.
 struct TensorCoreParams {
     // Blocks of 16 output channels a round (TensorCoreShape::round_mtiles): 1 (4 warps, each
-    // summing both tile groups) or 2 (8 warps, each one tile group for both m-tiles). Measured:
-    // p25 1, p32 2 (schedules/NOTES.md).
+    // summing both tile groups) or 2 (8 warps, each one tile group for both m-tiles). 1 for
+    // both models (bench/tune, H100: p32 5.10 ms against 5.43 with 2, all steps unrolled).
     Halide::GeneratorParam<int> gpu_tc_round_mtiles{"gpu_tc_round_mtiles", 0};
-    // Steps of 8 input channels the mma loop unrolls, 1 to max_cin / 8; 0: all of them up to
-    // two steps, pairs past that (p25's two unrolled measured 2% faster than one).
+    // Steps of 8 input channels the mma loop unrolls, 1 to max_cin / 8; 0: all of them
+    // (bench/tune, H100: p32's 8 in 5.10 ms against 5.38 for 4 and 6.01 for 2; p25's 2 in
+    // 1.93-1.96 against 1.95-2.00 for 1).
     Halide::GeneratorParam<int> gpu_tc_step_unroll{"gpu_tc_step_unroll", 0};
     // `model` with round_mtiles resolved; throws CompileError on a value out of range.
     blocks::TensorCoreShape shape(blocks::TensorCoreShape model) const;

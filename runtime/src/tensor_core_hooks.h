@@ -5,7 +5,8 @@
 //   before the JIT compiles it (modules without them pass unchanged);
 // - cuLaunchKernel: a kernel's dynamic shared memory attribute raised first when a launch asks
 //   for more than the 48 KB every kernel may take, which Halide 14 never does itself (the
-//   tensor-core kernels take 100 KB a block for p25 and 224 KB for p32).
+//   tensor-core kernels take 100 KB a block for p25 and 209 KB for p32, 224 KB with
+//   gpu_tc_round_mtiles=2).
 // Where either fails, the driver's error goes back to Halide, which reports it to the caller
 // (as an Error naming the call); the splice's reason and the JIT's log are written to stderr.
 #pragma once
