@@ -45,8 +45,9 @@ int TensorCoreParams::step_unroll(const blocks::TensorCoreShape &shape) const {
 // p25 (128 x 16 x 256 x 256), H100: 1.91-1.96 ms against 2.91-2.92 for the tile form
 // (p25_xy_cuda); ncu: L1 68% busy, issue 43%, tensor pipe 21%, the stalls led by fixed-latency
 // dependencies (schedules/NOTES.md, "Where the instructions and the L1 wavefronts go").
-// p32 (64 x 64 x 256 x 256), H100: 5.10 ms with its 8 steps unrolled (bench/tune: against 5.43
-// with 8 warps, 5.70 for 8 warps and the steps in pairs, the build before); (NOTES, "The
+// p32 (64 x 64 x 256 x 256), H100: 5.10 ms with its 8 steps unrolled (bench/tune: 5.43 with 8
+// warps, 5.70 with 8 warps and the steps in pairs, the build before); ncu: 234 registers,
+// tensor pipe 29%, L1 58%, issue 36%, the stalls led by fixed-latency dependencies (NOTES, "The
 // tensor-core libraries tuned").
 void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, Func out,
                                          const Target &target, int step_unroll) {
@@ -118,7 +119,7 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
     // el + 2 t4 + 12 g2 + 24 g4: a half-warp's stores (t4, g4) and the output transform's reads of
     // one point (a warp: 4 tiles x 8 channels) each fall in 32 distinct banks. The input-channel
     // steps unrolled by step_unroll, by default all: p32's 8 in 5.10 ms against 6.01 in pairs
-    // (H100), p25's 2 2% faster than rolled.
+    // (one m-tile a round, H100), p25's 2 2% faster than rolled.
     w.mfrag.compute_at(w.part, w.rc)
         .store_in(MemoryType::GPUShared)
         .bound(w.el, 0, 2).bound(w.eh, 0, 2).bound(w.t4, 0, 4).bound(w.g4, 0, 4).bound(w.g2, 0, 2)

@@ -53,45 +53,29 @@ inline Entry make_entry(const char *model, const char *lib, const char *system, 
     e.params_json = params_json;
     return e;
 }
-// One helper per model: the argument's type is the signature check.
-inline Entry p24_entry(const char *lib, const char *system, const char *id,
-                       const char *function, const char *params, P24Fn fn) {
-    Entry e = make_entry("p24", lib, system, id, function, params);
-    e.p24 = fn;
+// An entry of `model` whose function is `fn`, held in `slot` (Entry::p24, ...).
+template <typename Fn>
+Entry typed_entry(const char *model, Fn Entry::*slot, const char *lib, const char *system,
+                  const char *id, const char *function, const char *params, Fn fn) {
+    Entry e = make_entry(model, lib, system, id, function, params);
+    e.*slot = fn;
     return e;
 }
-inline Entry p25_entry(const char *lib, const char *system, const char *id,
-                       const char *function, const char *params, P25Fn fn) {
-    Entry e = make_entry("p25", lib, system, id, function, params);
-    e.p25 = fn;
-    return e;
-}
-inline Entry p32_entry(const char *lib, const char *system, const char *id,
-                       const char *function, const char *params, P32Fn fn) {
-    Entry e = make_entry("p32", lib, system, id, function, params);
-    e.p32 = fn;
-    return e;
-}
-inline Entry p83_entry(const char *lib, const char *system, const char *id,
-                       const char *function, const char *params, P83Fn fn) {
-    Entry e = make_entry("p83", lib, system, id, function, params);
-    e.p83 = fn;
-    return e;
-}
-// The tensor-core libraries: the model's, with their own signatures (search_space.json's
-// "entry").
-inline Entry p25_tc_entry(const char *lib, const char *system, const char *id,
-                          const char *function, const char *params, P25TcFn fn) {
-    Entry e = make_entry("p25", lib, system, id, function, params);
-    e.p25_tc = fn;
-    return e;
-}
-inline Entry p32_tc_entry(const char *lib, const char *system, const char *id,
-                          const char *function, const char *params, P32TcFn fn) {
-    Entry e = make_entry("p32", lib, system, id, function, params);
-    e.p32_tc = fn;
-    return e;
-}
+// One helper per signature (the generated table calls them): the argument's type is the
+// signature check. The tensor-core libraries are their model's, with signatures of their own
+// (search_space.json's "entry").
+#define FUSEDCONV_TUNE_ENTRY(name, model, FnType)                                             \
+    inline Entry name##_entry(const char *lib, const char *system, const char *id,            \
+                              const char *function, const char *params, FnType fn) {          \
+        return typed_entry(model, &Entry::name, lib, system, id, function, params, fn);       \
+    }
+FUSEDCONV_TUNE_ENTRY(p24, "p24", P24Fn)
+FUSEDCONV_TUNE_ENTRY(p25, "p25", P25Fn)
+FUSEDCONV_TUNE_ENTRY(p32, "p32", P32Fn)
+FUSEDCONV_TUNE_ENTRY(p83, "p83", P83Fn)
+FUSEDCONV_TUNE_ENTRY(p25_tc, "p25", P25TcFn)
+FUSEDCONV_TUNE_ENTRY(p32_tc, "p32", P32TcFn)
+#undef FUSEDCONV_TUNE_ENTRY
 // A library that could not be built (the error is logged, nothing runs).
 inline Entry failed_entry(const char *model, const char *lib, const char *system,
                           const char *id, const char *error) {
