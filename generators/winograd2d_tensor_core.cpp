@@ -25,11 +25,15 @@ ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weigh
     V v;
     ConvMinWinogradTensorCore w;
     const int K = kWinogradPoints, T = kWinogradTile, MT = kTensorCoreMTile, TG = kTensorCoreTileGroup,
-              BT = kTensorCoreBlockTiles, WP = kTensorCoreWarpPoints, step = kTensorCoreStep;
+              BT = kTensorCoreBlockTiles, WP = shape.warp_points, step = kTensorCoreStep;
     const int max_cin = shape.max_cin, mtiles = shape.round_mtiles, RC = MT * mtiles;
     if (max_cin <= 0 || max_cin % step != 0) {
         throw CompileError("the tensor-core form's max_cin must be a positive multiple of " +
                            std::to_string(step) + ", got " + std::to_string(max_cin));
+    }
+    if (WP <= 0 || K * K % WP != 0) {
+        throw CompileError("the tensor-core form's warp_points must divide the 36 points, got " +
+                           std::to_string(WP));
     }
     if (mtiles != 1 && mtiles != 2) {
         throw CompileError("the tensor-core form's round_mtiles must be 1 or 2, got " + std::to_string(mtiles));

@@ -44,28 +44,29 @@ constexpr int kTensorCoreStep = 8;             // input channels of one mma step
 constexpr int kTensorCoreMTile = 16;           // output channels of one mma: its m
 constexpr int kTensorCoreTileGroup = 8;        // tiles of one mma: its n
 constexpr int kTensorCoreBlockTiles = 16;      // tiles along x a block owns: 2 tile groups
-constexpr int kTensorCoreWarps = 4;            // warps over the points; each sums 9 of them
-constexpr int kTensorCoreWarpPoints = 9;
 
 // The block's shape beyond the fixed one above:
 //  - max_cin input channels staged, a multiple of the mma's k;
 //  - round_mtiles blocks of 16 output channels a round (the mma's m); with 2, the warps are
-//    split between the two tile groups too, each warp summing one.
-// The block has 4 round_mtiles warps and round_mtiles x 36 KB of sums (54 KB with one, padded
-// for conflict-free stores and reads).
+//    split between the two tile groups too, each warp summing one;
+//  - warp_points of the 36 points each warp sums (a divisor of 36).
+// The block has 36 / warp_points x round_mtiles warps (4 at 9 points and one m-tile) and
+// round_mtiles x 36 KB of sums (54 KB with one, padded for conflict-free stores and reads).
 struct TensorCoreShape {
     int max_cin = kTensorCoreMaxCin;
     int round_mtiles = 1;
+    int warp_points = 9;
+    int warps() const { return 36 / warp_points * round_mtiles; }
 };
-constexpr TensorCoreShape kTensorCoreShape{kTensorCoreMaxCin, 1};          // p25's
-constexpr TensorCoreShape kTensorCoreWideShape{kTensorCoreMaxCinWide, 1};  // p32's
+constexpr TensorCoreShape kTensorCoreShape{kTensorCoreMaxCin, 1, 9};          // p25's
+constexpr TensorCoreShape kTensorCoreWideShape{kTensorCoreMaxCinWide, 1, 9};  // p32's
 
 struct ConvMinWinogradTensorCore : ConvWinograd2DVars {
     // Fragment indices (mma_splice.h's layout): lane = 4 g8 + t4; q the A element, h its tf32
     // value (0) or remainder (1); jb the B element; (el, eh) the accumulator element 2 eh + el
     // (tile 2 t4 + el, channel g8 + 8 eh of its m-tile), g8 = g4 + 4 g2 where the hand-off's
     // storage needs the two apart; ks the step of 8 input channels; tg the tile group (8 tiles)
-    // of a block, bx the block along x; pi the point of warp wp (point 9 wp + pi); mt the
+    // of a block, bx the block along x; pi the point of warp wp (point warp_points wp + pi); mt the
     // m-tile of a round; ni the tile group of a warp's sums; rd the round of 16 round_mtiles
     // output channels (uf's last index is the m-tile overall, round_mtiles rd + mt); c8, k4: a
     // round's channel c8 + 8 k4. A block's tile is tx (0-15; the tile along x is 16 bx + tx),

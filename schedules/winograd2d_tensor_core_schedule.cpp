@@ -13,6 +13,12 @@ blocks::TensorCoreShape TensorCoreParams::shape(blocks::TensorCoreShape model) c
                            std::to_string(m));
     }
     if (m != 0) model.round_mtiles = m;
+    const int wp = gpu_tc_warp_points;
+    if (wp < 0 || (wp > 0 && 36 % wp != 0) || (wp > 0 && 36 / wp * model.round_mtiles > 32)) {
+        throw CompileError("gpu_tc_warp_points must divide the 36 points into at most 32 warps (0: "
+                           "the model's choice), not " + std::to_string(wp));
+    }
+    if (wp != 0) model.warp_points = wp;
     return model;
 }
 
@@ -76,16 +82,19 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
     // 32 pixels fell on 4 banks (8-way conflicts).
     w.groups.compute_at(out, xp).store_in(MemoryType::Register).bound(w.k, 0, 8).vectorize(w.k, 4);
 
-    // 1. v staged once per block, a thread per (lane, tile group, step): 4 x 8 x 4 (8 warps: 4
-    // x 8 x 8), past that each thread takes the other steps in a serial loop (the steps a
-    // serial loop on half the threads was 5% slower for p25).
+    // 1. v staged once per block, a thread per (lane, tile group, step): 4 x 8 x 4 with 4 warps
+    // (the items split by the most warps that divide them), past that each thread takes the
+    // other steps in a serial loop (the steps a serial loop on half the threads was 5% slower
+    // for p25).
+    int stagers = std::min(w.shape.warps(), 2 * steps);
+    while ((2 * steps) % stagers != 0) stagers--;
     w.vf.compute_at(out, xo)
         .store_in(MemoryType::GPUShared)
         .bound(w.jb, 0, 2).bound(w.t4, 0, 4).bound(w.g8, 0, 8).bound(w.tg, 0, 2).bound(w.ks, 0, steps)
         .bound(w.p, 0, 36)
         .reorder(w.p, w.jb, w.t4, w.g8, w.ks, w.tg)
         .fuse(w.ks, w.tg, kt)
-        .split(kt, kto, kt, std::min(4 * mtiles, 2 * steps))
+        .split(kt, kto, kt, stagers)
         .reorder(w.p, w.jb, kto, w.t4, w.g8, kt)
         .unroll(w.jb)
         .unroll(w.p)
@@ -123,8 +132,8 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
     w.mfrag.compute_at(w.part, w.rc)
         .store_in(MemoryType::GPUShared)
         .bound(w.el, 0, 2).bound(w.eh, 0, 2).bound(w.t4, 0, 4).bound(w.g4, 0, 4).bound(w.g2, 0, 2)
-        .bound(w.pi, 0, blocks::kTensorCoreWarpPoints).bound(w.mt, 0, mtiles).bound(w.ni, 0, 2)
-        .bound(w.wp, 0, blocks::kTensorCoreWarps);
+        .bound(w.pi, 0, w.shape.warp_points).bound(w.mt, 0, mtiles).bound(w.ni, 0, 2)
+        .bound(w.wp, 0, 36 / w.shape.warp_points);
     VarOrRVar warp = w.wp;
     if (mtiles == 1) {
         // Each warp sums both tile groups, so that each u fragment it loads serves two steps.

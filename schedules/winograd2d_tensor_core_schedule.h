@@ -18,7 +18,11 @@ struct TensorCoreParams {
     // (bench/tune, H100: p32's 8 in 5.10 ms against 5.38 for 4 and 6.01 for 2; p25's 2 in
     // 1.93-1.96 against 1.95-2.00 for 1).
     Halide::GeneratorParam<int> gpu_tc_step_unroll{"gpu_tc_step_unroll", 0};
-    // `model` with round_mtiles resolved; throws CompileError on a value out of range.
+    // Points of the 36 each warp sums, a divisor of 36: 9 (4 warps a block with one m-tile a
+    // round), 6, 4 or 3 (6, 9 or 12 warps, fewer accumulators a thread); 0: the model's, 9.
+    Halide::GeneratorParam<int> gpu_tc_warp_points{"gpu_tc_warp_points", 0};
+    // `model` with round_mtiles and warp_points resolved; throws CompileError on a value out of
+    // range.
     blocks::TensorCoreShape shape(blocks::TensorCoreShape model) const;
     // gpu_tc_step_unroll resolved for `shape`; throws CompileError on a value out of range.
     int step_unroll(const blocks::TensorCoreShape &shape) const;
