@@ -66,8 +66,8 @@ struct ConvMinWinogradTensorCore : ConvWinograd2DVars {
     // value (0) or remainder (1); jb the B element; (el, eh) the accumulator element 2 eh + el
     // (tile 2 t4 + el, channel g8 + 8 eh of its m-tile), g8 = g4 + 4 g2 where the hand-off's
     // storage needs the two apart; ks the step of 8 input channels; tg the tile group (8 tiles)
-    // of a block, bx the block along x; pi the point of warp wp (point warp_points wp + pi); mt the
-    // m-tile of a round; ni the tile group of a warp's sums; rd the round of 16 round_mtiles
+    // of a block, bx the block along x; pi the point of warp wp (point warp_points wp + pi); mt
+    // the m-tile of a round; ni the tile group of a warp's sums; rd the round of 16 round_mtiles
     // output channels (uf's last index is the m-tile overall, round_mtiles rd + mt); c8, k4: a
     // round's channel c8 + 8 k4. A block's tile is tx (0-15; the tile along x is 16 bx + tx),
     // its row of tiles ty.

@@ -28,8 +28,8 @@ int TensorCoreParams::step_unroll(const blocks::TensorCoreShape &shape) const {
     if (u < 1 || u > steps) {
         throw CompileError("gpu_tc_step_unroll must be 1 to " + std::to_string(steps) +
                            " (the steps of " + std::to_string(blocks::kTensorCoreStep) + " of " +
-                           std::to_string(shape.max_cin) + " input channels; 0: the default), not " +
-                           std::to_string(u));
+                           std::to_string(shape.max_cin) +
+                           " input channels; 0: the default), not " + std::to_string(u));
     }
     return u;
 }

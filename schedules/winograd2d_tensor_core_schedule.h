@@ -19,7 +19,9 @@ struct TensorCoreParams {
     // 1.93-1.96 against 1.95-2.00 for 1).
     Halide::GeneratorParam<int> gpu_tc_step_unroll{"gpu_tc_step_unroll", 0};
     // Points of the 36 each warp sums, a divisor of 36: 9 (4 warps a block with one m-tile a
-    // round), 6, 4 or 3 (6, 9 or 12 warps, fewer accumulators a thread); 0: the model's, 9.
+    // round), 6, 4 or 3 (6, 9 or 12 warps, fewer accumulators a thread); 0: the model's, 9
+    // (bench/tune, H100: p25 3% faster with 6, within the noise in a later call; p32 slowest
+    // of its points with 6, 4 failing to launch at the JIT's 255-register cap).
     Halide::GeneratorParam<int> gpu_tc_warp_points{"gpu_tc_warp_points", 0};
     // `model` with round_mtiles and warp_points resolved; throws CompileError on a value out of
     // range.

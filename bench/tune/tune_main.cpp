@@ -162,7 +162,8 @@ private:
                 detail::check_halide(fusedconv_p25_xy_cuda(in, w, b, false, o),
                                      "fusedconv_p25_xy_cuda (the direct form)");
             } else {
-                detail::check_halide(fusedconv_p32_xy_cuda(in, w, b, m32_->scale_factor(), false, o),
+                const float scale = m32_->scale_factor();
+                detail::check_halide(fusedconv_p32_xy_cuda(in, w, b, scale, false, o),
                                      "fusedconv_p32_xy_cuda (the direct form)");
             }
         };
