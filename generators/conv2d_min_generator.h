@@ -1,11 +1,11 @@
 // What the p25 and p32 generators share around their pipelines: the output
-// binding and the autoscheduler's estimates (and the tensor-core generators' form and output). Both generators declare the
-// same Inputs (input, weight, bias, winograd) and Output (output), where
-// `winograd` selects Winograd F(4, 3) along x when true and the kernel is
-// 3x3, the direct form otherwise. A Winograd result is NaN wherever the
-// input or its sums are not all finite (winograd.h); the runtime then calls
-// again with false on the samples that hold such NaN
-// (runtime/src/nan_check.h).
+// binding and the autoscheduler's estimates (and the tensor-core generators'
+// form and output). Both generators declare the same Inputs (input, weight,
+// bias, winograd) and Output (output), where `winograd` selects Winograd F(4,
+// 3) along x when true and the kernel is 3x3, the direct form otherwise. A
+// Winograd result is NaN wherever the input or its sums are not all finite
+// (winograd.h); the runtime then calls again with false on the samples that
+// hold such NaN (runtime/src/nan_check.h).
 #pragma once
 
 #include "pipelines.h"

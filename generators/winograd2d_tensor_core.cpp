@@ -31,12 +31,13 @@ ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weigh
         throw CompileError("the tensor-core form's max_cin must be a positive multiple of " +
                            std::to_string(step) + ", got " + std::to_string(max_cin));
     }
-    if (WP <= 0 || K * K % WP != 0) {
-        throw CompileError("the tensor-core form's warp_points must divide the 36 points, got " +
-                           std::to_string(WP));
-    }
     if (mtiles != 1 && mtiles != 2) {
         throw CompileError("the tensor-core form's round_mtiles must be 1 or 2, got " + std::to_string(mtiles));
+    }
+    if (WP <= 0 || K * K % WP != 0 || shape.warps() > 32) {
+        throw CompileError("the tensor-core form's warp_points must divide the 36 points into at most "
+                           "32 warps a block (with round_mtiles " + std::to_string(mtiles) +
+                           "), got " + std::to_string(WP));
     }
     w.shape = shape;
     for (auto [f, stage] : std::initializer_list<std::pair<Func *, const char *>>{

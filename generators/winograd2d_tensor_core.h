@@ -9,8 +9,8 @@
 //
 // The form is laid out for its one schedule (schedules/winograd2d_tensor_core_schedule.h): the
 // operands' fragment layouts are the mma's, and a block of the GPU owns 16 tiles along x
-// (64 x 4 output pixels) of one sample, summed by warps of 9 points each, in rounds of 16 or 32
-// output channels (TensorCoreShape below):
+// (64 x 4 output pixels) of one sample, summed by warps of a share of the 36 points each, in
+// rounds of 16 or 32 output channels (TensorCoreShape below):
 //  - uf: the transformed taps u = G g GT as each lane's A fragments, split into a tf32 value
 //    and its tf32 remainder, zero past the input and output channels;
 //  - vf: the transformed input v = BT d B as each lane's B fragments, zero past the input
@@ -50,13 +50,16 @@ constexpr int kTensorCoreBlockTiles = 16;      // tiles along x a block owns: 2 
 //  - round_mtiles blocks of 16 output channels a round (the mma's m); with 2, the warps are
 //    split between the two tile groups too, each warp summing one;
 //  - warp_points of the 36 points each warp sums (a divisor of 36).
-// The block has 36 / warp_points x round_mtiles warps (4 at 9 points and one m-tile) and
-// round_mtiles x 36 KB of sums (54 KB with one, padded for conflict-free stores and reads).
+// The block has 36 / warp_points x round_mtiles warps (4 at 9 points and one m-tile), at most
+// 32, and round_mtiles x 36 KB of sums (54 KB with one, padded for conflict-free stores and
+// reads). conv2d_min_winograd_tensor_core throws CompileError for any other shape.
 struct TensorCoreShape {
+    static constexpr int kPoints = kWinogradPoints * kWinogradPoints;
     int max_cin = kTensorCoreMaxCin;
     int round_mtiles = 1;
     int warp_points = 9;
-    int warps() const { return 36 / warp_points * round_mtiles; }
+    int point_warps() const { return kPoints / warp_points; }  // warps over the points
+    int warps() const { return point_warps() * round_mtiles; }
 };
 constexpr TensorCoreShape kTensorCoreShape{kTensorCoreMaxCin, 1, 9};          // p25's
 constexpr TensorCoreShape kTensorCoreWideShape{kTensorCoreMaxCinWide, 1, 9};  // p32's

@@ -7,18 +7,8 @@ namespace fusedconv::schedules {
 using namespace Halide;
 
 blocks::TensorCoreShape TensorCoreParams::shape(blocks::TensorCoreShape model) const {
-    const int m = gpu_tc_round_mtiles;
-    if (m != 0 && m != 1 && m != 2) {
-        throw CompileError("gpu_tc_round_mtiles must be 1 or 2 (0: the model's choice), not " +
-                           std::to_string(m));
-    }
-    if (m != 0) model.round_mtiles = m;
-    const int wp = gpu_tc_warp_points;
-    if (wp < 0 || (wp > 0 && 36 % wp != 0) || (wp > 0 && 36 / wp * model.round_mtiles > 32)) {
-        throw CompileError("gpu_tc_warp_points must divide the 36 points into at most 32 warps (0: "
-                           "the model's choice), not " + std::to_string(wp));
-    }
-    if (wp != 0) model.warp_points = wp;
+    if (gpu_tc_round_mtiles != 0) model.round_mtiles = gpu_tc_round_mtiles;
+    if (gpu_tc_warp_points != 0) model.warp_points = gpu_tc_warp_points;
     return model;
 }
 
@@ -133,16 +123,23 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
         .store_in(MemoryType::GPUShared)
         .bound(w.el, 0, 2).bound(w.eh, 0, 2).bound(w.t4, 0, 4).bound(w.g4, 0, 4).bound(w.g2, 0, 2)
         .bound(w.pi, 0, w.shape.warp_points).bound(w.mt, 0, mtiles).bound(w.ni, 0, 2)
-        .bound(w.wp, 0, 36 / w.shape.warp_points);
+        .bound(w.wp, 0, w.shape.point_warps());
     VarOrRVar warp = w.wp;
     if (mtiles == 1) {
         // Each warp sums both tile groups, so that each u fragment it loads serves two steps.
-        w.mfrag.reorder(w.el, w.eh, w.pi, w.mt, w.ni, w.t4, w.g4, w.g2, w.wp).unroll(w.ni);
+        w.mfrag.reorder(w.el, w.eh, w.pi, w.mt, w.ni, w.t4, w.g4, w.g2, w.wp)
+            .unroll(w.ni)
+            .reorder_storage(w.el, w.t4, w.g2, w.g4, w.eh, w.pi, w.mt, w.ni, w.wp)
+            .align_storage(w.t4, 6);
     } else {
         // Each warp sums one tile group for both m-tiles, so that each v fragment serves two
         // steps: 8 warps. p32 with the steps in pairs: 5.47-5.48 ms against 5.92-5.93 with one
-        // m-tile a round (H200); all 8 unrolled, 5.43 against 5.10 (H100).
-        w.mfrag.reorder(w.el, w.eh, w.pi, w.mt, w.t4, w.g4, w.g2, w.ni, w.wp).fuse(w.ni, w.wp, wk);
+        // m-tile a round (H200); all 8 unrolled, 5.43 against 5.10 (H100). Its 32 channels of
+        // sums unpadded (72 KB), so that p32's block of 224 KB fits the 227 KB an H100's block
+        // can have: stores conflict-free, the reads 2 to a bank.
+        w.mfrag.reorder(w.el, w.eh, w.pi, w.mt, w.t4, w.g4, w.g2, w.ni, w.wp)
+            .fuse(w.ni, w.wp, wk)
+            .reorder_storage(w.el, w.t4, w.g4, w.g2, w.eh, w.pi, w.mt, w.ni, w.wp);
         warp = wk;
     }
     w.mfrag.fuse(w.g4, w.g2, g8)
@@ -151,13 +148,6 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
         .unroll(w.pi)
         .unroll(w.mt)
         .gpu_threads(w.t4, g8, warp);
-    if (mtiles == 1) {
-        w.mfrag.reorder_storage(w.el, w.t4, w.g2, w.g4, w.eh, w.pi, w.mt, w.ni, w.wp).align_storage(w.t4, 6);
-    } else {
-        // 32 channels of sums unpadded (72 KB), so that p32's block of 224 KB fits the 227 KB an
-        // H100's block can have: stores conflict-free, the reads 2 to a bank.
-        w.mfrag.reorder_storage(w.el, w.t4, w.g4, w.g2, w.eh, w.pi, w.mt, w.ni, w.wp);
-    }
     w.acc.compute_at(w.mfrag, w.t4).store_in(MemoryType::Register).unroll(w.pi).unroll(w.mt).unroll(w.ni);
     w.acc.update().reorder(w.mt, w.pi, w.ni, w.rk).unroll(w.mt).unroll(w.pi).unroll(w.ni);
     if (step_unroll >= steps) {

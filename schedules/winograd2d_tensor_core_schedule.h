@@ -23,8 +23,8 @@ struct TensorCoreParams {
     // (bench/tune, H100: p25 3% faster with 6, within the noise in a later call; p32 slowest
     // of its points with 6, 4 failing to launch at the JIT's 255-register cap).
     Halide::GeneratorParam<int> gpu_tc_warp_points{"gpu_tc_warp_points", 0};
-    // `model` with round_mtiles and warp_points resolved; throws CompileError on a value out of
-    // range.
+    // `model` with round_mtiles and warp_points resolved (the form rejects a shape it cannot
+    // take).
     blocks::TensorCoreShape shape(blocks::TensorCoreShape model) const;
     // gpu_tc_step_unroll resolved for `shape`; throws CompileError on a value out of range.
     int step_unroll(const blocks::TensorCoreShape &shape) const;

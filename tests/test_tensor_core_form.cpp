@@ -167,7 +167,7 @@ TEST(TensorCoreForm, P25MatchesFloat64) {
 
 // p32 (p32_tc_cuda: up to 64 input channels staged, the minimum of the conv times scale)
 // against float64, for a scale of either sign, with 40 input channels (5 steps) and 20 output
-// channels (one round of 32, its last 12 past cout), odd sizes.
+// channels (two rounds of 16, the second's last 12 past cout), odd sizes.
 TEST(TensorCoreForm, P32MatchesFloat64) {
     REQUIRE_TENSOR_CORES();
     for (float scale : {2.0f, -1.5f}) {
