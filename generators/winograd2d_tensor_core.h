@@ -11,8 +11,9 @@
 // operands' fragment layouts are the mma's, and a block of the GPU owns 16 tiles along x
 // (64 x 4 output pixels) of one sample, summed by warps of a share of the 36 points each, in
 // rounds of 16 or 32 output channels (TensorCoreShape below):
-//  - uf: the transformed taps u = G g GT as each lane's A fragments, split into a tf32 value
-//    and its tf32 remainder, zero past the input and output channels;
+//  - uf: the transformed taps u = G g GT as each lane's A fragments, zero past the input and
+//    output channels: split ahead into a tf32 value and its tf32 remainder, or (the shape's
+//    split_u_at_steps) float32 values that each step splits as it splits v;
 //  - vf: the transformed input v = BT d B as each lane's B fragments, zero past the input
 //    channels;
 //  - acc: a warp's sums of one point for 16 output channels x 8 tiles (an m-tile and a tile
@@ -49,7 +50,9 @@ constexpr int kTensorCoreBlockTiles = 16;      // tiles along x a block owns: 2 
 //  - max_cin input channels staged, a multiple of the mma's k;
 //  - round_mtiles blocks of 16 output channels a round (the mma's m); with 2, the warps are
 //    split between the two tile groups too, each warp summing one;
-//  - warp_points of the 36 points each warp sums (a divisor of 36).
+//  - warp_points of the 36 points each warp sums (a divisor of 36);
+//  - split_u_at_steps: u's fragments stored as float32 and split by each mma step (half the
+//    bytes each block reads, about 10 more instructions a step), or split ahead.
 // The block has 36 / warp_points x round_mtiles warps (4 at 9 points and one m-tile), at most
 // 32, and round_mtiles x 36 KB of sums (54 KB with one, padded for conflict-free stores and
 // reads). conv2d_min_winograd_tensor_core throws CompileError for any other shape.
@@ -58,11 +61,12 @@ struct TensorCoreShape {
     int max_cin = kTensorCoreMaxCin;
     int round_mtiles = 1;
     int warp_points = 9;
+    bool split_u_at_steps = false;
     int point_warps() const { return kPoints / warp_points; }  // warps over the points
     int warps() const { return point_warps() * round_mtiles; }
 };
-constexpr TensorCoreShape kTensorCoreShape{kTensorCoreMaxCin, 1, 9};          // p25's
-constexpr TensorCoreShape kTensorCoreWideShape{kTensorCoreMaxCinWide, 1, 9};  // p32's
+constexpr TensorCoreShape kTensorCoreShape{kTensorCoreMaxCin, 1, 9, true};           // p25's
+constexpr TensorCoreShape kTensorCoreWideShape{kTensorCoreMaxCinWide, 1, 9, false};  // p32's
 
 struct ConvMinWinogradTensorCore : ConvWinograd2DVars {
     // Fragment indices (mma_splice.h's layout): lane = 4 g8 + t4; q the A element, h its tf32
@@ -79,7 +83,8 @@ struct ConvMinWinogradTensorCore : ConvWinograd2DVars {
     Func source;  // (x, y, ci, n): the input, edge-clamped, zero past cin
     Func weight;  // (kx, ky, ci, co): the weights, every index clamped
     Func ux, u;   // (k, ky, ci, co), (k, l, ci, co): G g GT (define_winograd2d_taps)
-    Func uf;      // (q, lane, h, ks, p, rd): u's A fragments, tf32 values and remainders
+    Func uf;      // (q, lane, h, ks, p, rd): u's A fragments, tf32 values and remainders (h)
+                  // or float32 values (h 0 only)
     Func uw;      // uf as a step reads it (the schedule loads it as vectors)
     Func vx, v;   // (k, tx, y, ci, n), (k, l, tx, ty, ci, n): BT d B
     Func vf;      // (jb, t4, g8, tg, ks, p, bx, ty, n): v's B fragments

@@ -9,6 +9,12 @@ using namespace Halide;
 blocks::TensorCoreShape TensorCoreParams::shape(blocks::TensorCoreShape model) const {
     if (gpu_tc_round_mtiles != 0) model.round_mtiles = gpu_tc_round_mtiles;
     if (gpu_tc_warp_points != 0) model.warp_points = gpu_tc_warp_points;
+    const std::string split = gpu_tc_u_split;
+    if (split == "ahead" || split == "steps") {
+        model.split_u_at_steps = split == "steps";
+    } else if (split != "auto") {
+        throw CompileError("gpu_tc_u_split must be auto, ahead or steps, not \"" + split + "\"");
+    }
     return model;
 }
 
@@ -36,11 +42,13 @@ int TensorCoreParams::step_unroll(const blocks::TensorCoreShape &shape) const {
 //  4. the output: the minimum over the 8 channel groups and the epilogue.
 // p25: 98 KB of shared memory a block, past the 48 KB a launch gets without the kernel's
 // attribute raised (the runtime's launch hook does it): 2 blocks, 8 warps per SM. p32: 209 KB,
-// one block of 4 warps. u's fragments are a small kernel of their own (295 KB for p25's 64
-// output channels, 2.4 MB for p32's 128), read by every block through L1.
-// p25 (128 x 16 x 256 x 256), H100: 1.91-1.96 ms against 2.91-2.92 for the tile form
-// (p25_xy_cuda); ncu: L1 68% busy, issue 43%, tensor pipe 21%, the stalls led by fixed-latency
-// dependencies (schedules/NOTES.md, "Where the instructions and the L1 wavefronts go").
+// one block of 4 warps. u's fragments are a small kernel of their own (p25: 147 KB of float32
+// values for its 64 output channels, which the steps split; p32: 2.4 MB for its 128, split
+// ahead), read by every block through L1.
+// p25 (128 x 16 x 256 x 256), H100: 1.86-1.87 ms with u split at the steps (bench/tune:
+// 1.99-2.01 split ahead, as it was; 2.91-2.92 for the tile form, p25_xy_cuda); ncu (u split
+// ahead): L1 68% busy, issue 43%, tensor pipe 21%, the stalls led by fixed-latency dependencies
+// (schedules/NOTES.md, "Where the instructions and the L1 wavefronts go").
 // p32 (64 x 64 x 256 x 256), H100: 5.10 ms with its 8 steps unrolled (bench/tune: 5.43 with 8
 // warps, 5.70 with 8 warps and the steps in pairs, the build before); ncu: 234 registers,
 // tensor pipe 29%, L1 58%, issue 36%, the stalls led by fixed-latency dependencies (NOTES, "The
@@ -157,18 +165,20 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
     }
     // u's fragments loaded as 16-byte vectors, a warp's 512 contiguous bytes each (against
     // 1 KB spans at a 32-byte stride: 10% faster): uf's strides are dense from 0 (bounded
-    // below).
+    // below). Split at the steps, u has its float32 values only (h 0).
+    const int u_parts = w.shape.split_u_at_steps ? 1 : 2;
     w.uw.compute_at(w.acc, w.pi)
         .store_in(MemoryType::Register)
         .bound(w.q, 0, 4)
-        .bound(w.h, 0, 2)
+        .bound(w.h, 0, u_parts)
         .vectorize(w.q)
         .unroll(w.h)
         .unroll(w.rd);
 
-    // u's fragments: one small kernel, 256 threads a (step, point), a block row per round.
+    // u's fragments: one small kernel, 128 threads a (step, point) and part, a block row per
+    // round.
     w.uf.compute_root()
-        .bound(w.q, 0, 4).bound(w.lane, 0, 32).bound(w.h, 0, 2).bound(w.ks, 0, steps).bound(w.p, 0, 36)
+        .bound(w.q, 0, 4).bound(w.lane, 0, 32).bound(w.h, 0, u_parts).bound(w.ks, 0, steps).bound(w.p, 0, 36)
         .fuse(w.q, w.lane, ql)
         .fuse(ql, w.h, ql)
         .fuse(w.ks, w.p, kp)

@@ -23,8 +23,14 @@ struct TensorCoreParams {
     // (bench/tune, H100: p25 3% faster with 6, within the noise in a later call; p32 slowest
     // of its points with 6, 4 failing to launch at the JIT's 255-register cap).
     Halide::GeneratorParam<int> gpu_tc_warp_points{"gpu_tc_warp_points", 0};
-    // `model` with round_mtiles and warp_points resolved (the form rejects a shape it cannot
-    // take).
+    // Where u's fragments are split into tf32 values and remainders
+    // (TensorCoreShape::split_u_at_steps): "ahead" (by u's own small kernel, 8 bytes a value),
+    // "steps" (each mma step splits the float32 values it loads, as it splits v: half of u's
+    // bytes, about 10 more instructions a step) or "auto", the model's: p25 steps (bench/tune,
+    // H100: 1.86-1.87 ms against 1.99-2.01 ahead), p32 ahead (6.0-6.4 against 5.16).
+    Halide::GeneratorParam<std::string> gpu_tc_u_split{"gpu_tc_u_split", "auto"};
+    // `model` with round_mtiles, warp_points and the u split resolved (the form rejects a shape
+    // it cannot take; an unknown gpu_tc_u_split throws CompileError here).
     blocks::TensorCoreShape shape(blocks::TensorCoreShape model) const;
     // gpu_tc_step_unroll resolved for `shape`; throws CompileError on a value out of range.
     int step_unroll(const blocks::TensorCoreShape &shape) const;
