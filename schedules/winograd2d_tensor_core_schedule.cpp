@@ -45,8 +45,8 @@ int TensorCoreParams::step_unroll(const blocks::TensorCoreShape &shape) const {
 // one block of 4 warps. u's fragments are a small kernel of their own (p25: 147 KB of float32
 // values for its 64 output channels, which the steps split; p32: 2.4 MB for its 128, split
 // ahead), read by every block through L1.
-// p25 (128 x 16 x 256 x 256), H100: 1.86-1.87 ms with u split at the steps (bench/tune:
-// 1.99-2.01 split ahead, as it was; 2.91-2.92 for the tile form, p25_xy_cuda); ncu (u split
+// p25 (128 x 16 x 256 x 256), H100: 1.81 ms with u split at the steps (bench/tune: 1.80-1.87
+// against 1.93-2.01 split ahead, as it was; the tile form, p25_xy_cuda, 2.96); ncu (u split
 // ahead): L1 68% busy, issue 43%, tensor pipe 21%, the stalls led by fixed-latency dependencies
 // (schedules/NOTES.md, "Where the instructions and the L1 wavefronts go").
 // p32 (64 x 64 x 256 x 256), H100: 5.10 ms with its 8 steps unrolled (bench/tune: 5.43 with 8
@@ -175,10 +175,11 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
         .unroll(w.h)
         .unroll(w.rd);
 
-    // u's fragments: one small kernel, 128 threads a (step, point) and part, a block row per
-    // round.
+    // u's fragments: one small kernel, a thread per (element, lane, part) of a (step, point):
+    // 256 threads, 128 split at the steps; a block row per round.
     w.uf.compute_root()
-        .bound(w.q, 0, 4).bound(w.lane, 0, 32).bound(w.h, 0, u_parts).bound(w.ks, 0, steps).bound(w.p, 0, 36)
+        .bound(w.q, 0, 4).bound(w.lane, 0, 32).bound(w.h, 0, u_parts)
+        .bound(w.ks, 0, steps).bound(w.p, 0, 36)
         .fuse(w.q, w.lane, ql)
         .fuse(ql, w.h, ql)
         .fuse(w.ks, w.p, kp)

@@ -27,7 +27,7 @@ struct TensorCoreParams {
     // (TensorCoreShape::split_u_at_steps): "ahead" (by u's own small kernel, 8 bytes a value),
     // "steps" (each mma step splits the float32 values it loads, as it splits v: half of u's
     // bytes, about 10 more instructions a step) or "auto", the model's: p25 steps (bench/tune,
-    // H100: 1.86-1.87 ms against 1.99-2.01 ahead), p32 ahead (6.0-6.4 against 5.16).
+    // H100: 1.80-1.87 ms against 1.93-2.01 ahead), p32 ahead (6.0-6.4 against 5.16).
     Halide::GeneratorParam<std::string> gpu_tc_u_split{"gpu_tc_u_split", "auto"};
     // `model` with round_mtiles, warp_points and the u split resolved (the form rejects a shape
     // it cannot take; an unknown gpu_tc_u_split throws CompileError here).
