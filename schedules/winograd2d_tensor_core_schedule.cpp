@@ -46,9 +46,9 @@ int TensorCoreParams::step_unroll(const blocks::TensorCoreShape &shape) const {
 // values for its 64 output channels, which the steps split; p32: 2.4 MB for its 128, split
 // ahead), read by every block through L1.
 // p25 (128 x 16 x 256 x 256), H100: 1.81 ms with u split at the steps (bench/tune: 1.80-1.87
-// against 1.93-2.01 split ahead, as it was; the tile form, p25_xy_cuda, 2.96); ncu (u split
-// ahead): L1 68% busy, issue 43%, tensor pipe 21%, the stalls led by fixed-latency dependencies
-// (schedules/NOTES.md, "Where the instructions and the L1 wavefronts go").
+// against 1.93-2.01 split ahead, as it was; the tile form, p25_xy_cuda, 2.96); ncu: 148
+// registers, issue 55%, L1 59%, L2 34%, tensor pipe 21%: bound by issuing the splits' and
+// loads' instructions (schedules/NOTES.md, "u split at the steps").
 // p32 (64 x 64 x 256 x 256), H100: 5.10 ms with its 8 steps unrolled (bench/tune: 5.43 with 8
 // warps, 5.70 with 8 warps and the steps in pairs, the build before); ncu: 234 registers,
 // tensor pipe 29%, L1 58%, issue 36%, the stalls led by fixed-latency dependencies (NOTES, "The
