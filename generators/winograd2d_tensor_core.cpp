@@ -63,9 +63,12 @@ ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weigh
     {
         Expr co = MT * w.rd + w.lane / 4 + 8 * (w.q % 2), ci = step * w.ks + w.lane % 4 + 4 * (w.q / 2);
         Expr x = select(ci < cin && co < cout, w.u(w.p % K, w.p / K, ci, co), 0.0f);
-        Expr hi = round_to_tf32(x);
-        w.uf(w.q, w.lane, w.h, w.ks, w.p, w.rd) =
-            shape.split_u_at_steps ? x : select(w.h == 0, hi, round_to_tf32(x - hi));
+        if (shape.split_u_at_steps) {
+            w.uf(w.q, w.lane, w.h, w.ks, w.p, w.rd) = x;
+        } else {
+            Expr hi = round_to_tf32(x);
+            w.uf(w.q, w.lane, w.h, w.ks, w.p, w.rd) = select(w.h == 0, hi, round_to_tf32(x - hi));
+        }
     }
     w.uw(w.q, w.lane, w.h, w.ks, w.p, w.rd) = w.uf(w.q, w.lane, w.h, w.ks, w.p, w.rd);
 
@@ -85,7 +88,7 @@ ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weigh
         std::vector<Expr> ua, vb;
         // 8 A elements (values, remainders) for the placeholders of presplit operands, 4 for
         // those that split A too (mma_step.h).
-        for (int k = 0; k < (shape.split_u_at_steps ? 4 : 8); k++) {
+        for (int k = 0; k < 4 * shape.u_parts(); k++) {
             ua.push_back(w.uw(k % 4, w.t4 + 4 * w.g8, k / 4, w.rk, point, mtiles * w.rd + w.mt));
         }
         for (int k = 0; k < 2; k++) vb.push_back(w.vf(k, w.t4, w.g8, w.ni, w.rk, point, w.bx, w.ty, v.n));

@@ -64,6 +64,8 @@ struct TensorCoreShape {
     bool split_u_at_steps = false;
     int point_warps() const { return kPoints / warp_points; }  // warps over the points
     int warps() const { return point_warps() * round_mtiles; }
+    // uf's parts a value (its h extent): the tf32 value and remainder, or the float32 value.
+    int u_parts() const { return split_u_at_steps ? 1 : 2; }
 };
 constexpr TensorCoreShape kTensorCoreShape{kTensorCoreMaxCin, 1, 9, true};           // p25's
 constexpr TensorCoreShape kTensorCoreWideShape{kTensorCoreMaxCinWide, 1, 9, false};  // p32's

@@ -166,11 +166,10 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
     // u's fragments loaded as 16-byte vectors, a warp's 512 contiguous bytes each (against
     // 1 KB spans at a 32-byte stride: 10% faster): uf's strides are dense from 0 (bounded
     // below). Split at the steps, u has its float32 values only (h 0).
-    const int u_parts = w.shape.split_u_at_steps ? 1 : 2;
     w.uw.compute_at(w.acc, w.pi)
         .store_in(MemoryType::Register)
         .bound(w.q, 0, 4)
-        .bound(w.h, 0, u_parts)
+        .bound(w.h, 0, w.shape.u_parts())
         .vectorize(w.q)
         .unroll(w.h)
         .unroll(w.rd);
@@ -178,7 +177,7 @@ void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, F
     // u's fragments: one small kernel, a thread per (element, lane, part) of a (step, point):
     // 256 threads, 128 split at the steps; a block row per round.
     w.uf.compute_root()
-        .bound(w.q, 0, 4).bound(w.lane, 0, 32).bound(w.h, 0, u_parts)
+        .bound(w.q, 0, 4).bound(w.lane, 0, 32).bound(w.h, 0, w.shape.u_parts())
         .bound(w.ks, 0, steps).bound(w.p, 0, 36)
         .fuse(w.q, w.lane, ql)
         .fuse(ql, w.h, ql)
