@@ -55,6 +55,41 @@ __device__ __forceinline__ void wgmma_m64n8k8(float (&d)[4], const uint32_t (&a)
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
+// The same for n16, n24 and n32 (accumulators: 4 a thread per 8 columns).
+#define TC_WGMMA_ASM(N, DREGS, AREGS, BREG)                                                     \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                  \
+    "wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 {" DREGS "}, {" AREGS "}, " BREG \
+    ", p, 1, 1;\n}\n"
+template <int kN>
+__device__ __forceinline__ void wgmma_m64nk8(float (&d)[kN / 2], const uint32_t (&a)[4], uint64_t b);
+template <>
+__device__ __forceinline__ void wgmma_m64nk8<8>(float (&d)[4], const uint32_t (&a)[4], uint64_t b) {
+    wgmma_m64n8k8(d, a, b);
+}
+template <>
+__device__ __forceinline__ void wgmma_m64nk8<16>(float (&d)[8], const uint32_t (&a)[4], uint64_t b) {
+    asm volatile(TC_WGMMA_ASM(16, "%0,%1,%2,%3,%4,%5,%6,%7", "%8,%9,%10,%11", "%12")
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                   "+f"(d[6]), "+f"(d[7])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+template <>
+__device__ __forceinline__ void wgmma_m64nk8<24>(float (&d)[12], const uint32_t (&a)[4], uint64_t b) {
+    asm volatile(TC_WGMMA_ASM(24, "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11", "%12,%13,%14,%15", "%16")
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+template <>
+__device__ __forceinline__ void wgmma_m64nk8<32>(float (&d)[16], const uint32_t (&a)[4], uint64_t b) {
+    asm volatile(TC_WGMMA_ASM(32, "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15",
+                              "%16,%17,%18,%19", "%20")
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                   "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+
 __device__ __forceinline__ void fence_operand(float &x) { asm volatile("" : "+f"(x)::"memory"); }
 
 __device__ __forceinline__ uint32_t tf32_rna(float x) {
@@ -193,6 +228,88 @@ __global__ void __launch_bounds__(128 * kGroups, 1)
     sink[blockIdx.x * blockDim.x + tid] = keep;
 }
 
+// The width study: the product alone (V staged once a block's life, U of kUPoints points from
+// L1, as the `core` diagnostic above) at kN tiles a block and kP points, so that the
+// accumulators stay at kP x kN / 2 = 144 a thread: is the tensor pipe busier with a wider n?
+// Results are right only for the first block (`full`), which the check compares.
+// Shared V per (point, step): [part][k-core 2][tile core kN/8][tile 8][4 channels].
+template <int kP, int kN, int kUPoints = 2>
+__global__ void __launch_bounds__(256, 1)
+    product_wide(const float *__restrict__ v_global, const float4 *__restrict__ u_frag, int blocks,
+                 float *__restrict__ sink, float *__restrict__ full) {
+    extern __shared__ __align__(128) uint32_t v_shared[];
+    constexpr int kWords = 2 * 2 * kN * 4;  // both parts of one (point, step)
+    const int tid = threadIdx.x, round = tid / 128, gtid = tid % 128;
+    const uint32_t v_base = static_cast<uint32_t>(__cvta_generic_to_shared(v_shared));
+    for (int i = tid; i < kP * kCin * kN; i += 256) {
+        const int tile = i % kN, cin = (i / kN) % kCin, p = i / (kN * kCin);
+        const float x = v_global[i];
+        const uint32_t hi = tf32_rna(x), lo = tf32_rna(x - __uint_as_float(hi));
+        const int s = cin / 8, k = cin % 8;
+        const int w = (p * kSteps + s) * kWords + (k / 4) * (kN * 4) + tile * 4 + (k % 4);
+        v_shared[w] = hi;
+        v_shared[w + kN * 8] = lo;
+    }
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+    float keep = 0.f;
+    for (int blk = blockIdx.x; blk < blocks; blk += gridDim.x) {
+        float acc[kP][kN / 2];
+#pragma unroll
+        for (int p = 0; p < kP; p++)
+#pragma unroll
+            for (int j = 0; j < kN / 2; j++) acc[p][j] = 0.f;
+#pragma unroll
+        for (int p = 0; p < kP; p++)
+#pragma unroll
+            for (int j = 0; j < kN / 2; j++) fence_operand(acc[p][j]);
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll 1
+        for (int s = 0; s < kSteps; s++) {
+#pragma unroll
+            for (int p = 0; p < kP; p++) {
+                const float4 u = u_frag[(((p % kUPoints) * kRounds + round) * kSteps + s) * 128 + gtid];
+                const float uv[4] = {u.x, u.y, u.z, u.w};
+                uint32_t a_hi[4], a_lo[4];
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    a_hi[j] = __float_as_uint(uv[j]) & 0xFFFFE000u;
+                    a_lo[j] = tf32_rna(uv[j] - __uint_as_float(a_hi[j]));
+                }
+                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+                const uint32_t at = v_base + (p * kSteps + s) * kWords * 4;
+                // K-major, no swizzle: the k-cores kN/8 x 128 bytes apart (leading dimension),
+                // the tile cores 128 bytes apart (stride dimension).
+                auto desc = [](uint32_t a) {
+                    return static_cast<uint64_t>((a & 0x3FFFF) >> 4) |
+                           (static_cast<uint64_t>(kN * 16 >> 4) << 16) | (static_cast<uint64_t>(128 >> 4) << 32);
+                };
+                wgmma_m64nk8<kN>(acc[p], a_lo, desc(at));
+                wgmma_m64nk8<kN>(acc[p], a_hi, desc(at + kN * 32));
+                wgmma_m64nk8<kN>(acc[p], a_hi, desc(at));
+                asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+                asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+            }
+        }
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#pragma unroll
+        for (int p = 0; p < kP; p++)
+#pragma unroll
+            for (int j = 0; j < kN / 2; j++) fence_operand(acc[p][j]);
+        if (full != nullptr && blk == 0) {  // [round][point][thread][kN / 2]
+#pragma unroll
+            for (int p = 0; p < kP; p++)
+#pragma unroll
+                for (int j = 0; j < kN / 2; j++) full[((round * kP + p) * 128 + gtid) * (kN / 2) + j] = acc[p][j];
+        }
+#pragma unroll
+        for (int p = 0; p < kP; p++)
+#pragma unroll
+            for (int j = 0; j < kN / 2; j++) keep = fminf(keep, acc[p][j]);
+    }
+    sink[blockIdx.x * blockDim.x + tid] = keep;
+}
+
 bool check(cudaError_t e, const char *what) {
     if (e != cudaSuccess) fprintf(stderr, "tc_wgmma: %s: %s\n", what, cudaGetErrorString(e));
     return e == cudaSuccess;
@@ -237,6 +354,61 @@ bool run(const char *name, const float *v, const float4 *u, int blocks, int v_bl
     printf("%-34s %3d regs  median %.3f ms (min %.3f)  %6.1f TFLOP/s float32-equivalent\n", name,
            attr.numRegs, med, sorted[0], flops / med / 1e9);
     return true;
+}
+
+// The width study at kP points x kN tiles: checks the first block against float64 (U of
+// point p % 2, as the kernel reads it), then times `blocks` blocks; returns false on an error.
+template <int kP, int kN>
+bool run_wide(const std::vector<float> &v, const std::vector<float> &u, const float *dv,
+              const float4 *du, int blocks, float *sink, float *full, int reps, int sms) {
+    auto kernel = product_wide<kP, kN>;
+    const int bytes = kP * kSteps * 2 * 2 * kN * 4 * 4;
+    if (!check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
+               "shared memory attribute"))
+        return false;
+    kernel<<<1, 256, bytes>>>(dv, du, 1, sink, full);
+    if (!check(cudaDeviceSynchronize(), "width study check")) return false;
+    std::vector<float> got(static_cast<size_t>(kRounds) * kP * 128 * (kN / 2));
+    if (!check(cudaMemcpy(got.data(), full, got.size() * 4, cudaMemcpyDeviceToHost), "copy back"))
+        return false;
+    double worst = 0;
+    for (int r = 0; r < kRounds; r++)
+        for (int p = 0; p < kP; p++)
+            for (int th = 0; th < 128; th++)
+                for (int j = 0; j < kN / 2; j++) {
+                    const int w = th / 32, g = (th % 32) / 4, t = th % 4, q = j % 4;
+                    const int cout = r * 64 + 16 * w + g + (q >= 2 ? 8 : 0);
+                    const int tile = 8 * (j / 4) + 2 * t + (q % 2);
+                    double sum = 0, mag = 0;
+                    for (int c = 0; c < kCin; c++) {
+                        const double term = static_cast<double>(u[(static_cast<size_t>(p % 2) * kCout + cout) * kCin + c]) *
+                                            v[(static_cast<size_t>(p) * kCin + c) * kN + tile];
+                        sum += term;
+                        mag += std::fabs(term);
+                    }
+                    const double e = std::fabs(got[((r * kP + p) * 128 + th) * (kN / 2) + j] - sum) / (mag > 0 ? mag : 1);
+                    worst = std::max(worst, e);
+                }
+    cudaFuncAttributes attr;
+    cudaFuncGetAttributes(&attr, kernel);
+    std::vector<float> ms(reps);
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    kernel<<<sms, 256, bytes>>>(dv, du, blocks, sink, nullptr);
+    for (int i = 0; i < reps; i++) {
+        cudaEventRecord(e0);
+        kernel<<<sms, 256, bytes>>>(dv, du, blocks, sink, nullptr);
+        cudaEventRecord(e1);
+        if (!check(cudaEventSynchronize(e1), "width study")) return false;
+        cudaEventElapsedTime(&ms[i], e0, e1);
+    }
+    std::sort(ms.begin(), ms.end());
+    const double flops = 2.0 * kP * kCout * kCin * kN * static_cast<double>(blocks);
+    printf("product alone, %2d points x n%-2d  %3d regs  median %.3f ms  %6.1f TFLOP/s float32-equivalent"
+           "  (first block's largest error %.1e of sum |terms|)\n",
+           kP, kN, attr.numRegs, ms[reps / 2], flops / ms[reps / 2] / 1e9, worst);
+    return worst < 1e-5;
 }
 
 }  // namespace
@@ -348,6 +520,13 @@ int main(int argc, char **argv) {
         ok = run<2, 1, 2, 0, 0, 2>("  diag: U of 2 points (L1)", dv, du4, blocks, v_blocks, sink, nullptr, reps, sms, nullptr) && ok;
         ok = run<2, 1>("  diag: V staged once", dv, du4, blocks, v_blocks, sink, nullptr, reps, sms, nullptr, 0) && ok;
         ok = run<2, 1, 2, 0, 0, 2>("  diag: both", dv, du4, blocks, v_blocks, sink, nullptr, reps, sms, nullptr, 0) && ok;
+    }
+    // The width study, at the same multiply-adds as `blocks` blocks of 36 points x 8 tiles.
+    for (int pass = 0; pass < 2; pass++) {
+        ok = run_wide<36, 8>(v, u, dv, du4, blocks, sink, full, reps, sms) && ok;
+        ok = run_wide<18, 16>(v, u, dv, du4, blocks, sink, full, reps, sms) && ok;
+        ok = run_wide<12, 24>(v, u, dv, du4, blocks, sink, full, reps, sms) && ok;
+        ok = run_wide<9, 32>(v, u, dv, du4, blocks, sink, full, reps, sms) && ok;
     }
     return ok ? 0 : 1;
 }
