@@ -255,10 +255,14 @@ __device__ __forceinline__ void wgmma_n24_rs(float (&d)[12], const uint32_t (&a)
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
 }
 
-template <int kBatch, bool kWaitEach = false>
+// Two questions a Halide build would raise: kFenceEach fences the generic proxy before every
+// step (a splice's self-contained group would), kRuntimeDims takes the input's row, plane and
+// channel strides as arguments (a library's shapes are runtime values), so the tap offsets are
+// registers instead of immediates.
+template <int kBatch, bool kWaitEach = false, bool kFenceEach = false, bool kRuntimeDims = false>
 __global__ void __launch_bounds__(128)
     p24_wgmma_rs(const float *__restrict__ input, const float *__restrict__ weight,
-                 const float *__restrict__ bias, float *__restrict__ output) {
+                 const float *__restrict__ bias, float *__restrict__ output, int rt_w, int rt_h, int rt_d) {
     extern __shared__ __align__(128) uint8_t smem[];
     uint32_t *b_s = reinterpret_cast<uint32_t *>(smem);
     const uint32_t b_addr = static_cast<uint32_t>(__cvta_generic_to_shared(b_s));
@@ -285,11 +289,15 @@ __global__ void __launch_bounds__(128)
     const float *in_n = input + static_cast<size_t>(n) * kCin * kD * kH * kW + (t < 3 ? t : 2);
     const float *src0 = in_n + pixel(m0), *src1 = in_n + pixel(m1);
 
+    auto offset = [&](int j) {
+        return kRuntimeDims ? rt_w * (j % 3) + rt_w * rt_h * ((j / 3) % 3) + rt_w * rt_h * rt_d * (j / 9)
+                            : row_offset(j);
+    };
     float mn[12], acc[12];
 #pragma unroll
     for (int j = 0; j < 12; j++) mn[j] = INFINITY, acc[j] = 0.f;
     for (int z = 0; z < kOD; z++) {
-        const int dz = z * kW * kH;
+        const int dz = z * (kRuntimeDims ? rt_w * rt_h : kW * kH);
 #pragma unroll
         for (int s0 = 0; s0 < kRsSteps; s0 += kBatch) {
             uint32_t a_hi[kBatch][4], a_lo[kBatch][4];
@@ -298,8 +306,8 @@ __global__ void __launch_bounds__(128)
                 const int s = s0 + b;
                 if (s >= kRsSteps) break;
                 const int j0 = 2 * s < 27 ? 2 * s : 0, j1 = 2 * s + 1 < 27 ? 2 * s + 1 : 0;
-                const float v[4] = {__ldg(src0 + dz + row_offset(j0)), __ldg(src1 + dz + row_offset(j0)),
-                                    __ldg(src0 + dz + row_offset(j1)), __ldg(src1 + dz + row_offset(j1))};
+                const float v[4] = {__ldg(src0 + dz + offset(j0)), __ldg(src1 + dz + offset(j0)),
+                                    __ldg(src0 + dz + offset(j1)), __ldg(src1 + dz + offset(j1))};
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     a_hi[b][e] = __float_as_uint(v[e]) & 0xFFFFE000u;
@@ -308,6 +316,7 @@ __global__ void __launch_bounds__(128)
             }
 #pragma unroll
             for (int j = 0; j < 12; j++) fence_operand(acc[j]);
+            if (kFenceEach) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
             for (int b = 0; b < kBatch; b++) {
@@ -580,17 +589,17 @@ bool run(const char *name, const float *din, const float *dw, const float *db, f
     return check(cudaMemcpy(out_host->data(), dout, out_host->size() * 4, cudaMemcpyDeviceToHost), "copy back");
 }
 
-template <int kBatch, bool kWaitEach = false>
+template <int kBatch, bool kWaitEach = false, bool kFenceEach = false, bool kRuntimeDims = false>
 bool run_rs(const char *name, const float *din, const float *dw, const float *db, float *dout,
             int reps, std::vector<float> *out_host) {
-    auto kernel = p24_wgmma_rs<kBatch, kWaitEach>;
+    auto kernel = p24_wgmma_rs<kBatch, kWaitEach, kFenceEach, kRuntimeDims>;
     const int bytes = kRsBBytes;
     if (!check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), "attribute"))
         return false;
     int per_sm = 0;
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 128, bytes);
     const int blocks = kN * kBlocksPerSample;
-    kernel<<<blocks, 128, bytes>>>(din, dw, db, dout);
+    kernel<<<blocks, 128, bytes>>>(din, dw, db, dout, kW, kH, kD);
     if (!check(cudaDeviceSynchronize(), name)) return false;
     std::vector<float> ms(reps);
     cudaEvent_t e0, e1;
@@ -598,7 +607,7 @@ bool run_rs(const char *name, const float *din, const float *dw, const float *db
     cudaEventCreate(&e1);
     for (int r = 0; r < reps; r++) {
         cudaEventRecord(e0);
-        kernel<<<blocks, 128, bytes>>>(din, dw, db, dout);
+        kernel<<<blocks, 128, bytes>>>(din, dw, db, dout, kW, kH, kD);
         cudaEventRecord(e1);
         if (!check(cudaEventSynchronize(e1), name)) return false;
         cudaEventElapsedTime(&ms[r], e0, e1);
@@ -647,21 +656,25 @@ int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : "";
     if (strcmp(only, "p83") == 0) return p83::run(20) ? 0 : 1;
     for (int pass = 0; pass < (*only ? 1 : 2); pass++) {
-        for (int variant = 0; variant < 7; variant++) {
-            static const char *names[] = {"one A buffer, cheap split", "A in registers, batches of 7",
-                                          "A in registers, batches of 4", "A in registers, batches of 2",
-                                          "A in registers, batches of 1", "A in registers, 1, each waited",
-                                          "A in registers, 2, each waited"};
+        for (int variant = 0; variant < 10; variant++) {
+            static const char *names[] = {"A in registers, batches of 7", "A in registers, batches of 2",
+                                          "A in registers, 1, each waited", "A in registers, 2, each waited",
+                                          "each waited, fenced", "each waited, runtime dims",
+                                          "each waited, fenced, runtime dims", "one A buffer",
+                                          "one A buffer, cheap split", "two A buffers, cheap split"};
             if (*only && strcmp(only, names[variant]) != 0) continue;
             bool ran = false;
             switch (variant) {
-                case 0: ran = run<1, 1, true>(names[0], din, dw, db, dout, 20, &got); break;
-                case 1: ran = run_rs<7>(names[1], din, dw, db, dout, 20, &got); break;
-                case 2: ran = run_rs<4>(names[2], din, dw, db, dout, 20, &got); break;
-                case 3: ran = run_rs<2>(names[3], din, dw, db, dout, 20, &got); break;
-                case 4: ran = run_rs<1>(names[4], din, dw, db, dout, 20, &got); break;
-                case 5: ran = run_rs<1, true>(names[5], din, dw, db, dout, 20, &got); break;
-                default: ran = run_rs<2, true>(names[6], din, dw, db, dout, 20, &got); break;
+                case 0: ran = run_rs<7>(names[0], din, dw, db, dout, 20, &got); break;
+                case 1: ran = run_rs<2>(names[1], din, dw, db, dout, 20, &got); break;
+                case 2: ran = run_rs<1, true>(names[2], din, dw, db, dout, 20, &got); break;
+                case 3: ran = run_rs<2, true>(names[3], din, dw, db, dout, 20, &got); break;
+                case 4: ran = run_rs<1, true, true>(names[4], din, dw, db, dout, 20, &got); break;
+                case 5: ran = run_rs<1, true, false, true>(names[5], din, dw, db, dout, 20, &got); break;
+                case 6: ran = run_rs<1, true, true, true>(names[6], din, dw, db, dout, 20, &got); break;
+                case 7: ran = run<1, 1>(names[7], din, dw, db, dout, 20, &got); break;
+                case 8: ran = run<1, 1, true>(names[8], din, dw, db, dout, 20, &got); break;
+                default: ran = run<2, 1, true>(names[9], din, dw, db, dout, 20, &got); break;
             }
             if (!ran) return 1;
             double worst = 0;
