@@ -40,4 +40,35 @@ inline std::vector<Halide::Expr> mma_step(Halide::FuncRef acc, const std::vector
     return vals;
 }
 
+// The same for one 3xTF32 step of wgmma.m64n24k8 (runtime/src/mma_splice.h's fc_wg24 family):
+// `acc` the Tuple of the thread's 12 accumulator elements, `a` its 4 A elements (the RS form's
+// fragment, split in the kernel), `b_address` the byte address in shared memory of the step's B
+// (tf32 values, then 768 bytes on their remainders, as core matrices), and `b_value` a value
+// read from that B: the splice reads B through the address only, so without a read Halide would
+// see no use of B's Func and drop it (the value joins the anchor, which the splice ignores).
+// Every thread of the warpgroup must reach the step together: no condition on the thread may
+// guard it.
+inline std::vector<Halide::Expr> wgmma_step(Halide::FuncRef acc, const std::vector<Halide::Expr> &a,
+                                            const Halide::Expr &b_address, const Halide::Expr &b_value) {
+    using namespace Halide;
+    using Internal::Call;
+    using Internal::Let;
+    using Internal::Variable;
+    constexpr int kElements = 12;
+    std::vector<Expr> old, vals;
+    for (int k = 0; k < kElements; k++) old.push_back(Variable::make(Float(32), "wold" + std::to_string(k)));
+    Expr anchor = b_value;
+    for (int k = 0; k < kElements; k++) anchor = anchor + old[k];
+    for (int e = 0; e < kElements; e++) {
+        std::vector<Expr> args = old;
+        args.insert(args.end(), a.begin(), a.end());
+        args.push_back(b_address);
+        args.push_back(anchor);
+        Expr v = Call::make(Float(32), "fc_wg24_d" + std::to_string(e), args, Call::PureExtern);
+        for (int k = kElements - 1; k >= 0; k--) v = Let::make("wold" + std::to_string(k), acc[k], v);
+        vals.push_back(v);
+    }
+    return vals;
+}
+
 }  // namespace fusedconv::blocks

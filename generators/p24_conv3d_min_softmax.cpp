@@ -1,6 +1,7 @@
 // p24: Conv3d -> min over depth -> softmax over channels.
 #include "pipelines.h"
 #include "p24_schedule.h"
+#include "conv3d_wgmma_schedule.h"
 #include "dense_layout.h"
 
 namespace fusedconv {
@@ -44,6 +45,34 @@ private:
     P24Pipeline p;
 };
 
+// p24 with its conv on wgmma (conv3d_wgmma.h), for CUDA targets: the runtime calls it on sm_90
+// GPUs for 3x3x3 kernels with at most kWgmmaMaxCin input and kWgmmaMaxCout output channels, and
+// recomputes the samples it leaves NaN with p24_cuda.
+class Conv3dMinSoftmaxWgmma : public Halide::Generator<Conv3dMinSoftmaxWgmma> {
+public:
+    Input<Buffer<float, 5>> input{"input"};    // (x, y, z, ci, n)
+    Input<Buffer<float, 5>> weight{"weight"};  // (kx, ky, kz, ci, co)
+    Input<Buffer<float, 1>> bias{"bias"};      // (co)
+    Output<Buffer<float, 4>> output{"output"}; // (x, y, co, n)
+
+    void generate() {
+        require_dense(weight);
+        require_dense(input);
+        form = blocks::conv3d_min_depth_wgmma(input, weight, bias, weight.dim(3).extent(), weight.dim(4).extent(),
+                                              input.dim(0).extent(), input.dim(1).extent(), input.dim(2).extent());
+        softmax = blocks::softmax_over_channels(form.f, weight.dim(4).extent(), "wg_softmax");
+        blocks::V v;
+        output(v.x, v.y, v.c, v.n) = softmax.out(v.x, v.y, v.c, v.n);
+    }
+
+    void schedule() { schedules::gpu_conv3d_min_depth_wgmma(form, softmax, output, get_target()); }
+
+private:
+    blocks::ConvMinDepthWgmma form;
+    blocks::Softmax softmax;
+};
+
 }  // namespace fusedconv
 
 HALIDE_REGISTER_GENERATOR(fusedconv::Conv3dMinSoftmax, p24_conv3d_min_softmax)
+HALIDE_REGISTER_GENERATOR(fusedconv::Conv3dMinSoftmaxWgmma, p24_wgmma)

@@ -20,6 +20,9 @@ using fusedconv::cuda::splice_mma;
 
 // One placeholder call as the NVPTX backend emits it: operands stored to params, the anchor
 // last, the result loaded into `result`.
+// The placeholder family's name: "8s", "8" (mma.sync) or "wg24" (wgmma).
+std::string placeholder(const std::string &family) { return family == "wg24" ? "fc_wg24" : "fc_mma" + family; }
+
 std::string call_site(int number, const std::string &family, int elem, const std::vector<std::string> &operands,
                       const std::string &result) {
     std::string n = std::to_string(number), s = "\t{ // callseq " + n + ", 0\n\t.reg .b32 temp_param_reg;\n";
@@ -29,7 +32,7 @@ std::string call_site(int number, const std::string &family, int elem, const std
         s += "\t.param .b32 param" + std::to_string(k) + ";\n";
         s += "\tst.param.f32 \t[param" + std::to_string(k) + "+0], " + all[k] + ";\n";
     }
-    s += "\t.param .b32 retval0;\n\tcall.uni (retval0), \n\tfc_mma" + family + "_d" + std::to_string(elem) +
+    s += "\t.param .b32 retval0;\n\tcall.uni (retval0), \n\t" + placeholder(family) + "_d" + std::to_string(elem) +
          ", \n\t(\n";
     for (size_t k = 0; k < all.size(); k++) s += "\tparam" + std::to_string(k) + (k + 1 < all.size() ? ", \n" : "\n");
     s += "\t);\n\tld.param.f32 \t" + result + ", [retval0+0];\n\t} // callseq " + n + "\n";
@@ -37,7 +40,7 @@ std::string call_site(int number, const std::string &family, int elem, const std
 }
 
 std::string declaration(const std::string &family, int elem, size_t params) {
-    std::string name = "fc_mma" + family + "_d" + std::to_string(elem);
+    std::string name = placeholder(family) + "_d" + std::to_string(elem);
     std::string s = ".extern .func  (.param .b32 func_retval0) " + name + "\n(\n";
     for (size_t k = 0; k < params; k++)
         s += "\t.param .b32 " + name + "_param_" + std::to_string(k) + (k + 1 < params ? ",\n" : "\n");
@@ -50,12 +53,13 @@ std::vector<std::string> operands(size_t n) {
     return v;
 }
 
-// A module with one group of four calls (elements in `order`) and `gaps[i]` before call i.
+// A module with one group of calls (elements in `order`: 4, or wg24's 12) and `gaps[i]` before call i.
 std::string module(const std::string &family, const std::vector<int> &order, const std::vector<std::string> &gaps = {},
                    std::vector<std::vector<std::string>> ops = {}) {
-    const size_t n = family == "8s" ? 14 : 10;
+    const size_t n = family == "8s" ? 14 : family == "wg24" ? 17 : 10;
+    const int elements = family == "wg24" ? 12 : 4;
     std::string s = ".version 7.0\n.target sm_80\n.address_size 64\n";
-    for (int e = 0; e < 4; e++) s += declaration(family, e, n + 1);
+    for (int e = 0; e < elements; e++) s += declaration(family, e, n + 1);
     s += ".visible .entry k()\n{\n\t.reg .f32 %f<100>;\n\tmov.f32 \t%f1, 0f3F800000;\n";
     for (size_t i = 0; i < order.size(); i++) {
         if (i < gaps.size()) s += gaps[i];
@@ -100,6 +104,44 @@ TEST(MmaSplice, PresplitTakesAAsGivenAndImmediates) {
     EXPECT_EQ(count(out, "mov.f32 %tcc0, 0f00000000;"), 1);
     EXPECT_EQ(count(out, "mov.b32 %tca0, 0f3F800000;"), 1);
     EXPECT_EQ(count(out, "mov.b32 %tca4, %f18;"), 1);  // a_lo0 is operand 8
+}
+
+TEST(MmaSplice, WgmmaGroupOfTwelveBecomesOneSelfContainedStep) {
+    int groups = 0;
+    std::vector<std::string> ops = operands(17);
+    ops[16] = "1536";  // B's shared-memory address (step 1 of p24's weights)
+    const std::vector<int> order = {3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11};
+    const std::string out = splice_mma(module("wg24", order, {}, std::vector<std::vector<std::string>>(12, ops)), &groups);
+    EXPECT_EQ(groups, 1);
+    EXPECT_EQ(count(out, "fc_wg24"), 0);
+    EXPECT_EQ(count(out, "wgmma.mma_async.sync.aligned.m64n24k8.f32.tf32.tf32"), 3);
+    EXPECT_EQ(count(out, "wgmma.fence.sync.aligned;"), 1);
+    EXPECT_EQ(count(out, "fence.proxy.async.shared::cta;"), 1);
+    EXPECT_EQ(count(out, "wgmma.commit_group.sync.aligned;"), 1);
+    EXPECT_EQ(count(out, "wgmma.wait_group.sync.aligned 0;"), 1);
+    EXPECT_EQ(count(out, ".target sm_90a"), 1);
+    EXPECT_EQ(count(out, ".version 8.0"), 1);
+    EXPECT_EQ(count(out, "mov.b32 %twb, 1536;"), 1);
+    EXPECT_EQ(count(out, ", -8192;"), 4);  // A's four values split
+    for (int e = 0; e < 12; e++) EXPECT_EQ(count(out, "mov.f32 %f" + std::to_string(60 + e) + ", %twc"), 1) << e;
+    // A_lo B_hi, then A_hi B_lo (the remainders 768 bytes on), then A_hi B_hi.
+    const size_t first = out.find("{%twl0, %twl1, %twl2, %twl3}, %twd0");
+    const size_t second = out.find("{%twh0, %twh1, %twh2, %twh3}, %twd1");
+    const size_t third = out.find("{%twh0, %twh1, %twh2, %twh3}, %twd0");
+    EXPECT_TRUE(first < second && second < third && third != std::string::npos);
+    const std::string ptxas = TC_PTXAS;
+    if (ptxas.empty()) {
+        printf("ptxas not found: the spliced module is not assembled\n");
+        return;
+    }
+    const std::string path = testing::TempDir() + "tc_wgmma_spliced.ptx";
+    std::ofstream(path) << out;
+    EXPECT_EQ(std::system((ptxas + " -arch=sm_90a " + path + " -o /dev/null").c_str()), 0) << path;
+}
+
+TEST(MmaSplice, WgmmaGroupsMustBeWhole) {
+    EXPECT_THROW(splice_mma(module("wg24", {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10})), std::runtime_error);
+    EXPECT_THROW(splice_mma(module("wg24", {0, 1, 2, 3})), std::runtime_error);
 }
 
 TEST(MmaSplice, InstructionsBetweenCallsThatMayMove) {
@@ -152,12 +194,14 @@ std::string probe_ptx(const char *stmt_path) {
     return s.substr(begin, end + 21 - begin);
 }
 
-// `steps`: the mma steps of one pass of the loop (points x blocks a warp).
-void check_probe(const char *stmt_path, int steps) {
+// `steps`: the mma steps of one pass of the loop (points x blocks a warp); `instruction` the
+// mma each step becomes three of, `arch` the target ptxas assembles the spliced module for.
+void check_probe(const char *stmt_path, int steps, const std::string &instruction = "mma.sync.aligned.m16n8k8",
+                 const std::string &arch = "sm_90") {
     int groups = 0;
     const std::string out = splice_mma(probe_ptx(stmt_path), &groups);
     EXPECT_EQ(groups, steps);
-    EXPECT_EQ(count(out, "mma.sync.aligned.m16n8k8"), 3 * steps);
+    EXPECT_EQ(count(out, instruction), 3 * steps);
     const std::string ptxas = TC_PTXAS;
     if (ptxas.empty()) {
         printf("ptxas not found: the spliced module is not assembled\n");
@@ -165,7 +209,7 @@ void check_probe(const char *stmt_path, int steps) {
     }
     const std::string path = testing::TempDir() + "tc_probe_spliced.ptx";
     std::ofstream(path) << out;
-    EXPECT_EQ(std::system((ptxas + " -arch=sm_90 " + path + " -o /dev/null").c_str()), 0) << path;
+    EXPECT_EQ(std::system((ptxas + " -arch=" + arch + " " + path + " -o /dev/null").c_str()), 0) << path;
 }
 
 TEST(MmaSplice, ProbePresplit) { check_probe(TC_PROBE_PRESPLIT_STMT, 36); }
@@ -175,5 +219,10 @@ TEST(MmaSplice, ProbeWider) { check_probe(TC_PROBE_WIDER_STMT, 4 * 2 * 4); }
 // The library's p25 kernel (p25_tc_cuda): a warp's 9 points x 2 tile blocks a step, both of its
 // input-channel steps unrolled.
 TEST(MmaSplice, LibraryP25TensorCore) { check_probe(P25_TC_CUDA_STMT, 9 * 2 * 2); }
+// p24's wgmma kernel (p24_wg_cuda): a depth's 14 k-steps, each 3 wgmma, in each of its two
+// kernels (3 input channels, and any), for sm_90a.
+TEST(MmaSplice, LibraryP24Wgmma) {
+    check_probe(P24_WG_CUDA_STMT, 2 * 14, "wgmma.mma_async.sync.aligned.m64n24k8", "sm_90a");
+}
 
 }  // namespace

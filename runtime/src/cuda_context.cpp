@@ -42,6 +42,7 @@ constexpr int kCaptureModeGlobal = 0;        // CU_STREAM_CAPTURE_MODE_GLOBAL
 constexpr unsigned kEventDisableTiming = 0x2; // CU_EVENT_DISABLE_TIMING
 constexpr int kCaptureActive = 1, kCaptureInvalidated = 2;
 constexpr int kComputeCapabilityMajor = 75;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+constexpr int kComputeCapabilityMinor = 76;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
 
 // cuda.h's CUDA_MEMCPY2D (cuMemcpy2DAsync_v2's argument).
 constexpr int kMemoryTypeHost = 1, kMemoryTypeDevice = 2;  // CU_MEMORYTYPE_*
@@ -115,7 +116,7 @@ struct Driver {
     std::multimap<size_t, void *> pinned_free;
     std::mutex pinned_mutex;
     std::string failure;  // "" when usable
-    std::vector<int> cc_major;  // per device, read at init
+    std::vector<int> cc_major, cc_minor;  // per device, read at init
 };
 
 Driver &driver() {
@@ -231,12 +232,14 @@ std::string try_init() {
     if (count < 1) return "no CUDA device is present";
     for (int i = 0; i < count; ++i) {
         CUdevice dev = 0;
-        int major = 0;
+        int major = 0, minor = 0;
         if (d.cuDeviceGet(&dev, i) != 0 ||
-            d.cuDeviceGetAttribute(&major, kComputeCapabilityMajor, dev) != 0) {
-            major = 0;  // unknown: no tensor-core kernels on it
+            d.cuDeviceGetAttribute(&major, kComputeCapabilityMajor, dev) != 0 ||
+            d.cuDeviceGetAttribute(&minor, kComputeCapabilityMinor, dev) != 0) {
+            major = minor = 0;  // unknown: no tensor-core kernels on it
         }
         d.cc_major.push_back(major);
+        d.cc_minor.push_back(minor);
     }
     d.primary.reset(new std::atomic<CUcontext>[count]);
     for (int i = 0; i < count; ++i) d.primary[i].store(nullptr);
@@ -313,6 +316,12 @@ int device_count() { return init().empty() ? driver().count : 0; }
 bool has_tf32_tensor_cores(int device) {
     const Driver &d = driver();
     return init().empty() && device >= 0 && device < d.count && d.cc_major[device] >= 8;
+}
+
+bool has_wgmma(int device) {
+    const Driver &d = driver();
+    return init().empty() && device >= 0 && device < d.count && d.cc_major[device] == 9 &&
+           d.cc_minor[device] == 0;
 }
 
 void check_device(int device, const std::string &what) {

@@ -38,6 +38,9 @@ int device_count();
 // Whether `device` runs mma.sync with tf32 operands (compute capability 8.0 or later), which the
 // tensor-core kernels (generators/winograd2d_tensor_core.h) need; false without a usable GPU.
 bool has_tf32_tensor_cores(int device);
+// Whether `device` runs Hopper's warpgroup mma (wgmma, PTX target sm_90a): compute capability
+// 9.0 exactly (later architectures dropped it).
+bool has_wgmma(int device);
 // Throws Error naming `device` unless 0 <= device < device_count() (and the
 // GPU is usable); `what` names the caller.
 void check_device(int device, const std::string &what);

@@ -10,17 +10,21 @@ namespace {
 struct CallSite {
     size_t begin = 0, end = 0;       // the call's `{ // callseq N, 0 ... } // callseq N` block
     int number = 0;                  // N, for messages
-    std::string family;              // "8s" or "8"
+    std::string family;              // "mma8s", "mma8" or "wg24"
     int elem = 0;                    // which element of D it returns
     std::vector<std::string> args;   // operands without the anchor: registers or immediates
     std::string result;              // the register receiving the element
 };
 
-size_t operand_count(const std::string &family) { return family == "8s" ? 14 : 10; }
+size_t operand_count(const std::string &family) {
+    return family == "mma8s" ? 14 : family == "mma8" ? 10 : 17;
+}
+// The elements of D a group returns: mma.m16n8k8's 4, wgmma.m64n24k8's 12.
+size_t element_count(const std::string &family) { return family == "wg24" ? 12 : 4; }
 
 std::vector<CallSite> find_calls(const std::string &ptx) {
     static const std::regex block(R"(\{ // callseq (\d+), 0\n([\s\S]*?)\} // callseq \1\n)");
-    static const std::regex callee(R"(call\.uni \(retval0\),\s*fc_mma(8s?)_d([0-3]),)");
+    static const std::regex callee(R"(call\.uni \(retval0\),\s*fc_(mma8s|mma8|wg24)_d(\d+),)");
     static const std::regex param(R"(st\.param\.[bf]32\s+\[param(\d+)\+0\],\s*([^;]+);)");
     static const std::regex result(R"(ld\.param\.f32\s+([^,]+),\s*\[retval0\+0\];)");
     std::vector<CallSite> sites;
@@ -34,22 +38,25 @@ std::vector<CallSite> find_calls(const std::string &ptx) {
         s.number = std::stoi((*it)[1]);
         s.family = m[1];
         s.elem = std::stoi(m[2]);
+        if (static_cast<size_t>(s.elem) >= element_count(s.family))
+            throw std::runtime_error("callseq " + std::to_string(s.number) + ": fc_" + s.family + "_d" +
+                                     std::to_string(s.elem) + " is past the family's elements");
         const size_t n = operand_count(s.family);
         s.args.assign(n, "");
         for (auto p = std::sregex_iterator(body.begin(), body.end(), param); p != std::sregex_iterator(); ++p) {
             const size_t k = std::stoul((*p)[1]);
             if (k > n)
-                throw std::runtime_error("callseq " + std::to_string(s.number) + ": fc_mma" + s.family +
+                throw std::runtime_error("callseq " + std::to_string(s.number) + ": fc_" + s.family +
                                          " has a parameter " + std::to_string(k) + " past its " +
                                          std::to_string(n + 1));
             if (k < n) s.args[k] = (*p)[2];
         }
         for (size_t k = 0; k < n; k++)
             if (s.args[k].empty())
-                throw std::runtime_error("callseq " + std::to_string(s.number) + ": fc_mma" + s.family +
+                throw std::runtime_error("callseq " + std::to_string(s.number) + ": fc_" + s.family +
                                          " without operand " + std::to_string(k));
         if (!std::regex_search(body, m, result))
-            throw std::runtime_error("callseq " + std::to_string(s.number) + ": fc_mma result not read");
+            throw std::runtime_error("callseq " + std::to_string(s.number) + ": fc_" + s.family + " result not read");
         s.result = m[1];
         sites.push_back(s);
     }
@@ -106,9 +113,9 @@ bool gap_allows_move(const std::string &gap, const std::vector<std::string> &ope
 // (three on sm_90). The products are not contracted into fma (.rn), which would break the
 // split. An infinite or NaN x makes hi NaN, so the step's sums; so does |x| above 2^128 / 8193
 // (the caller's check for non-finite sums then takes the direct form).
-std::string replacement(const CallSite &first, const std::string (&results)[4]) {
+std::string replacement(const CallSite &first, const std::vector<std::string> &results) {
     const auto &a = first.args;
-    const bool presplit = first.family == "8s";
+    const bool presplit = first.family == "mma8s";
     std::string t = "{ // a tensor-core step: 3xTF32 mma.sync.m16n8k8\n"
                     "\t.reg .b32 %tch<6>, %tcl<6>, %tca<8>;\n"
                     "\t.reg .f32 %tcx<6>, %tct<6>, %tcc<4>, %tcd<4>;\n";
@@ -145,47 +152,107 @@ std::string replacement(const CallSite &first, const std::string (&results)[4]) 
     return t + "}\n";
 }
 
+// One step of the fc_wg24 family: D (12 floats a thread: wgmma.m64n24k8's accumulator) plus A B
+// in 3xTF32, A (4 floats a thread, the RS form's fragment) split here, B the split weights in
+// shared memory at the byte address of operand 16 (the tf32 values; their remainders 768 bytes
+// on), as K-major core matrices (8 rows x 16 bytes; the two k-cores 384 bytes apart, the n-cores
+// 128). The split: the tf32 value is x's bits with the low 13 cleared, the remainder x minus that
+// (exact; the tensor cores truncate it). The step is self-contained: the generic proxy fenced
+// (B was written by ordinary stores), the three wgmma issued, committed and waited for at once.
+std::string wgmma_replacement(const CallSite &first, const std::vector<std::string> &results) {
+    const auto &a = first.args;
+    std::string t = "{ // a tensor-core step: 3xTF32 wgmma.m64n24k8\n"
+                    "\t.reg .b32 %twh<4>, %twl<4>, %twb;\n"
+                    "\t.reg .f32 %twx<4>, %twy<4>, %twc<12>;\n"
+                    "\t.reg .b64 %twd<2>;\n"
+                    "\t.reg .pred %twp;\n";
+    for (int k = 0; k < 12; k++) t += "\tmov.f32 %twc" + std::to_string(k) + ", " + a[k] + ";\n";
+    for (int k = 0; k < 4; k++) {
+        const std::string K = std::to_string(k);
+        t += "\tmov.f32 %twx" + K + ", " + a[12 + k] + ";\n";
+        t += "\tmov.b32 %twh" + K + ", %twx" + K + ";\n";
+        t += "\tand.b32 %twh" + K + ", %twh" + K + ", -8192;\n";
+        t += "\tmov.b32 %twy" + K + ", %twh" + K + ";\n";
+        t += "\tsub.rn.f32 %twx" + K + ", %twx" + K + ", %twy" + K + ";\n";
+        t += "\tmov.b32 %twl" + K + ", %twx" + K + ";\n";
+    }
+    // Descriptors: start address >> 4 (14 bits), leading-dimension offset 384 >> 4 at bit 16,
+    // stride-dimension offset 128 >> 4 at bit 32, no swizzle.
+    t += "\tmov.b32 %twb, " + a[16] + ";\n";
+    for (int d = 0; d < 2; d++) {
+        const std::string D = "%twd" + std::to_string(d);
+        t += "\tcvt.u64.u32 " + D + ", %twb;\n\tshr.u64 " + D + ", " + D + ", 4;\n";
+        t += "\tand.b64 " + D + ", " + D + ", 16383;\n\tor.b64 " + D + ", " + D + ", 34361311232;\n";
+        if (d == 0) t += "\tadd.u32 %twb, %twb, 768;\n";
+    }
+    t += "\tsetp.ne.b32 %twp, 1, 0;\n"
+         "\tfence.proxy.async.shared::cta;\n"
+         "\twgmma.fence.sync.aligned;\n";
+    const std::string op = "\twgmma.mma_async.sync.aligned.m64n24k8.f32.tf32.tf32 {%twc0, %twc1, %twc2, %twc3, "
+                           "%twc4, %twc5, %twc6, %twc7, %twc8, %twc9, %twc10, %twc11}, ";
+    t += op + "{%twl0, %twl1, %twl2, %twl3}, %twd0, %twp, 1, 1;\n";
+    t += op + "{%twh0, %twh1, %twh2, %twh3}, %twd1, %twp, 1, 1;\n";
+    t += op + "{%twh0, %twh1, %twh2, %twh3}, %twd0, %twp, 1, 1;\n";
+    t += "\twgmma.commit_group.sync.aligned;\n\twgmma.wait_group.sync.aligned 0;\n";
+    for (int k = 0; k < 12; k++) t += "\tmov.f32 " + results[k] + ", %twc" + std::to_string(k) + ";\n";
+    return t + "}\n";
+}
+
+// wgmma needs PTX ISA 8.0 and the sm_90a target: the module's header raised to them.
+std::string retarget_sm90a(const std::string &ptx) {
+    static const std::regex version(R"(\.version \d+\.\d+)"), target(R"(\.target sm_\d+a?)");
+    std::string out = std::regex_replace(ptx, version, ".version 8.0", std::regex_constants::format_first_only);
+    return std::regex_replace(out, target, ".target sm_90a", std::regex_constants::format_first_only);
+}
+
 }  // namespace
 
 std::string splice_mma(const std::string &ptx, int *groups) {
-    if (ptx.find("fc_mma") == std::string::npos) {
+    if (ptx.find("fc_mma") == std::string::npos && ptx.find("fc_wg24") == std::string::npos) {
         if (groups) *groups = 0;
         return ptx;
     }
     static const std::regex decl(
-        R"(\.extern \.func\s*\(\.param \.b32 func_retval0\) fc_mma8s?_d[0-3]\s*\([^)]*\)\s*;)");
+        R"(\.extern \.func\s*\(\.param \.b32 func_retval0\) fc_(mma8s?|wg24)_d\d+\s*\([^)]*\)\s*;)");
     const std::string text = std::regex_replace(ptx, decl, "");
     const std::vector<CallSite> sites = find_calls(text);
     std::string out;
     size_t pos = 0;
     int count = 0;
-    for (size_t i = 0; i < sites.size(); i += 4) {
-        std::string results[4];
+    bool wgmma = false;
+    for (size_t i = 0; i < sites.size();) {
+        const size_t elems = element_count(sites[i].family);
+        std::vector<std::string> results(elems);
         size_t j = i;
-        for (; j < sites.size() && j < i + 4; j++) {
+        for (; j < sites.size() && j < i + elems; j++) {
             const CallSite &s = sites[j];
             if (s.family != sites[i].family || s.args != sites[i].args || !results[s.elem].empty()) break;
             if (j > i) {
                 std::vector<std::string> later;
-                for (size_t q = j; q < sites.size() && q < i + 4; q++) later.push_back(sites[q].result);
+                for (size_t q = j; q < sites.size() && q < i + elems; q++) later.push_back(sites[q].result);
                 if (!gap_allows_move(text.substr(sites[j - 1].end, s.begin - sites[j - 1].end), sites[i].args, later))
                     break;
             }
             results[s.elem] = s.result;
         }
-        if (j != i + 4)
+        if (j != i + elems)
             throw std::runtime_error("callseq " + std::to_string(sites[j < sites.size() ? j : i].number) +
-                                     ": fc_mma" + sites[i].family + " calls are not in groups of d0..d3 with "
-                                     "the same operands and movable instructions between them");
-        out += text.substr(pos, sites[i].begin - pos) + replacement(sites[i], results);
-        pos = sites[i + 3].end;
+                                     ": fc_" + sites[i].family + " calls are not in groups of d0..d" +
+                                     std::to_string(elems - 1) +
+                                     " with the same operands and movable instructions between them");
+        const bool wg = sites[i].family == "wg24";
+        wgmma = wgmma || wg;
+        out += text.substr(pos, sites[i].begin - pos) +
+               (wg ? wgmma_replacement(sites[i], results) : replacement(sites[i], results));
+        pos = sites[i + elems - 1].end;
         count++;
+        i += elems;
     }
     out += text.substr(pos);
-    if (out.find("fc_mma") != std::string::npos)
-        throw std::runtime_error("a reference to fc_mma is left that is not a placeholder call");
+    if (out.find("fc_mma") != std::string::npos || out.find("fc_wg24") != std::string::npos)
+        throw std::runtime_error("a reference to a placeholder is left that is not a placeholder call");
     if (groups) *groups = count;
-    return out;
+    return wgmma ? retarget_sm90a(out) : out;
 }
 
 }  // namespace fusedconv::cuda

@@ -18,6 +18,17 @@
 //
 // 3xTF32: with x = hi(x) + lo(x), both tf32, D = A_lo B_hi + A_hi B_lo + A_hi B_hi + C, the
 // small terms first; A_lo B_lo (about 2^-22 relative) is dropped.
+//
+// A third family is one step of Hopper's warpgroup mma (generators/mma_step.h's wgmma_step):
+//   fc_wg24_d<k>(c0..c11, a0..a3, b_address, anchor), k 0-11
+// returns element k of D = A B + C for wgmma.m64n24k8 (tf32, 3xTF32 as above): C and D the
+// thread's 12 accumulator elements (for each 8 columns j: rows g and g + 8 of its warp's 16,
+// columns 8 j + 2 t and + 1), A its 4 elements (the RS form's: mma.m16n8k8's A layout in each
+// warp's 16 rows), split in the kernel, and B in shared memory at byte address b_address (tf32
+// values; their remainders 768 bytes on) as K-major core matrices. A group is twelve calls, and
+// its replacement is self-contained: fence, three wgmma, commit, wait. Every thread of the
+// warpgroup must execute it together. A module with such a group is retargeted to PTX 8.0 and
+// sm_90a, so it loads on sm_90 GPUs only.
 #pragma once
 
 #include <string>

@@ -67,13 +67,26 @@ bool winograd2d_applies(const Tensor &weight, int64_t max_in_channels) {
     return winograd_applies(weight) && weight.shape()[1] <= max_in_channels;
 }
 
-bool tensor_core_form_applies(const Tensor &weight, int64_t max_in_channels) {
+namespace {
+bool tensor_cores_enabled() {
     static const bool enabled = [] {
         const char *env = std::getenv("FUSEDCONV_TENSOR_CORES");
         return !(env && std::string(env) == "0");
     }();
-    return enabled && winograd2d_applies(weight, max_in_channels) &&
+    return enabled;
+}
+}  // namespace
+
+bool tensor_core_form_applies(const Tensor &weight, int64_t max_in_channels) {
+    return tensor_cores_enabled() && winograd2d_applies(weight, max_in_channels) &&
            cuda::has_tf32_tensor_cores(cuda::current_device());
+}
+
+bool wgmma_form_applies(const Tensor &weight, int64_t max_in_channels, int64_t max_out_channels) {
+    require_dims(weight, "wgmma form", 5, 5);
+    const Shape &w = weight.shape();
+    return tensor_cores_enabled() && w[2] == 3 && w[3] == 3 && w[4] == 3 && w[1] <= max_in_channels &&
+           w[0] <= max_out_channels && cuda::has_wgmma(cuda::current_device());
 }
 
 bool winograd3d_xy_applies(const Tensor &weight, int64_t max_in_channels) {
@@ -113,6 +126,8 @@ std::vector<bool> nan_per_sample(const Tensor &t, NanProbe probe) {
     if (probe == NanProbe::FirstOfEachChannel) {
         dims[0].extent = 1;
         dims[1] = dims[2];
+        dims[2].extent = 1;
+    } else if (probe == NanProbe::FirstChannel) {
         dims[2].extent = 1;
     }
     view.dimensions = 4;

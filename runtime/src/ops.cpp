@@ -12,6 +12,7 @@
 
 #include "p24_cpu.h"
 #include "p24_cuda.h"
+#include "p24_wg_cuda.h"
 #include "p25_cpu.h"
 #include "p25_cuda.h"
 #include "p25_tc_cuda.h"
@@ -246,17 +247,31 @@ void p24_run(const char *who, const Tensor &input, const Tensor &weight, const T
     args.add_per_channel("conv.bias", bias, weight.shape()[0]);
     args.check_output(output, out);
     args.run(options, nullptr, [&](bool gpu) {
+        const std::string what = what_call(who, input);
+        // On sm_90, the wgmma form where it applies, its NaN samples recomputed directly (as
+        // p25's tensor-core form). It allocates its depth-minima and waits for a NaN count, so a
+        // stream being captured into a CUDA graph keeps the direct form, which does neither.
+        if (gpu && wgmma_form_applies(weight, kWgmmaMaxInChannels, kWgmmaMaxOutChannels) &&
+            cuda::capture_status() == cuda::Capture::None) {
+            auto run = [&](bool wgmma, halide_buffer_t *in, halide_buffer_t *o) {
+                auto fn = wgmma ? fusedconv_p24_wg_cuda : fusedconv_p24_cuda;
+                check_halide(fn(in, weight.raw(), bias.raw(), o), what);
+            };
+            // The softmax over channels makes every channel of a pixel NaN where one is (its
+            // maximum or its sum NaN), so channel 0 shows every NaN pixel.
+            run_winograd_or_direct(true, input, output, run, NanProbe::FirstChannel);
+            return;
+        }
         auto fn = gpu ? fusedconv_p24_cuda : fusedconv_p24_cpu;
         try {
-            check_halide(fn(input.raw(), weight.raw(), bias.raw(), output.raw()),
-                         what_call(who, input));
+            check_halide(fn(input.raw(), weight.raw(), bias.raw(), output.raw()), what);
         } catch (const Error &e) {
             // The GPU schedule keeps a block's depth-min of every output
             // channel in shared memory (schedules/p24_schedule.h), at most
             // 48 KB a block; with too many channels the kernel cannot launch.
-            const std::string what = e.what();
-            if (!gpu || what.find("cuLaunchKernel") == std::string::npos) throw;
-            throw Error(what + " (on the GPU each block keeps the depth-min of all " +
+            const std::string text = e.what();
+            if (!gpu || text.find("cuLaunchKernel") == std::string::npos) throw;
+            throw Error(text + " (on the GPU each block keeps the depth-min of all " +
                         std::to_string(weight.shape()[0]) +
                         " output channels in at most 48 KB of shared memory; with this many "
                         "channels it may not fit: run the model on the CPU)");

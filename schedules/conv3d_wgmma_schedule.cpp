@@ -1,0 +1,73 @@
+#include "conv3d_wgmma_schedule.h"
+
+namespace fusedconv::schedules {
+
+using namespace Halide;
+
+// Two kernels.
+// (1) mins: a block of 128 threads (one warpgroup: t, g, w as wgmma's fragment orders them) per
+// 64 output pixels of one sample. Each thread walks the output depths; at each, its 12 sums in
+// registers from 14 unrolled k-steps (the placeholders spliced into wgmma), folded into its 12
+// running minima; then its 12 minima plus bias to global memory. The weights (B) are staged
+// first, split, into the block's shared memory by the same 128 threads. Nothing may guard a
+// step: the thread extents are the block's, and rows past the plane are computed (clamped) and
+// not stored. Specialized on 3 input channels (p24's), where every tap row's channel test folds.
+// H100, p24's shape (ncu, the GPU's clocks): 293 us, 122 registers (each tap's input offset held
+// across the depth loop), 4 blocks an SM, tensor pipe 31%; the whole call 0.345 ms against 0.40
+// for the SIMT kernel. Register caps (.maxnreg 96 / 80 / 64) were slower.
+// (2) out: the softmax over channels, a thread per pixel (20 us), reading mins.
+void gpu_conv3d_min_depth_wgmma(blocks::ConvMinDepthWgmma &m, blocks::Softmax &softmax, Func out,
+                                const Target &target) {
+    if (!target.has_feature(Target::CUDA)) {
+        throw CompileError("the wgmma form (p24_wgmma) needs a CUDA target, got " + target.to_string());
+    }
+    blocks::V v;
+    m.mins.compute_root()
+        .bound(m.e, 0, 2)
+        .bound(m.h, 0, 2)
+        .bound(m.j, 0, blocks::kWgmmaMaxCout / 8)
+        .bound(m.t, 0, 4)
+        .bound(m.g, 0, 8)
+        .bound(m.w, 0, 4)
+        .reorder(m.e, m.h, m.j, m.t, m.g, m.w, m.pb, v.n)
+        .unroll(m.e)
+        .unroll(m.h)
+        .unroll(m.j)
+        .gpu_threads(m.t, m.g, m.w)
+        .gpu_blocks(m.pb, v.n);
+    // Three input channels (p24's): every tap row's channel test folds away.
+    m.mins.specialize(m.cin == blocks::kWgmmaMaxCin);
+    m.dmin.compute_at(m.mins, m.t);
+    m.acc.compute_at(m.dmin, m.rz);
+    m.acc.update().unroll(m.rk);
+
+    // B: 5376 words (4 taps x 24 channels x 2 k-cores x 2 parts x 14 steps), 42 a thread, over
+    // the same (4, 8, 4) threads (a kernel's thread nests share one block shape).
+    Var i("wi"), io("wio"), ii("wii"), i1("wi1"), tx("wtx"), ty("wty"), tz("wtz");
+    m.bw.compute_at(m.mins, m.pb)
+        .store_in(MemoryType::GPUShared)
+        .bound(m.e, 0, 4)
+        .bound(m.co, 0, blocks::kWgmmaMaxCout)
+        .bound(m.kc, 0, 2)
+        .bound(m.part, 0, 2)
+        .bound(m.s, 0, blocks::kWgmmaSteps)
+        .fuse(m.e, m.co, i)
+        .fuse(i, m.kc, i)
+        .fuse(i, m.part, i)
+        .fuse(i, m.s, i)
+        .split(i, io, ii, 128)
+        .split(ii, i1, tx, 4)
+        .split(i1, tz, ty, 8)
+        .reorder(tx, ty, tz, io)
+        .gpu_threads(tx, ty, tz);
+
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    out.tile(v.x, v.y, xo, yo, xi, yi, 32, 8, TailStrategy::GuardWithIf)
+        .reorder(v.c, xi, yi, xo, yo, v.n)
+        .gpu_blocks(xo, yo, v.n)
+        .gpu_threads(xi, yi);
+    softmax.max_c.compute_at(out, xi);
+    softmax.sum_c.compute_at(out, xi);
+}
+
+}  // namespace fusedconv::schedules
