@@ -72,6 +72,43 @@ __host__ __device__ constexpr int tap_offset(int k) {
     return (k % 3) + kW * ((k / 3) % 3) + kW * kH * ((k / 9) % 3) + kW * kH * kD * (k / 27);
 }
 
+// Bias, the softmax over the 24 channels and the store, from a thread's 12 minima: mn[4 j + q]
+// is pixel row 16 w + g (+ 8 for q >= 2) of the block, channel 8 j + 2 t + (q % 2); each pixel's
+// channels are on the 4 lanes t of a quad.
+__device__ __forceinline__ void softmax_store(const float (&mn)[12], const float *__restrict__ bias,
+                                              float *__restrict__ output, int n, int pb) {
+    const int tid = threadIdx.x, w = tid / 32, g = (tid % 32) / 4, t = tid % 4;
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int row = 16 * w + g + 8 * half;
+        float v[6];
+#pragma unroll
+        for (int j = 0; j < 3; j++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) v[2 * j + e] = mn[4 * j + 2 * half + e] + bias[8 * j + 2 * t + e];
+        float mx = v[0];
+#pragma unroll
+        for (int i = 1; i < 6; i++) mx = fmaxf(mx, v[i]);
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        float sum = 0.f;
+#pragma unroll
+        for (int i = 0; i < 6; i++) {
+            v[i] = __expf(v[i] - mx);
+            sum += v[i];
+        }
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        if (row < kPixels) {
+            float *o = output + static_cast<size_t>(n) * kCout * kPlane + pb * kPixels + row;
+#pragma unroll
+            for (int j = 0; j < 3; j++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) o[(8 * j + 2 * t + e) * kPlane] = v[2 * j + e] / sum;
+        }
+    }
+}
+
 // kBuffers A buffers (2: the next depth's gathered while this one's wgmma run); kChains
 // accumulator sets, the k-steps dealt round-robin (so that consecutive wgmma do not all wait
 // on one accumulator), summed at each depth.
@@ -197,38 +234,7 @@ __global__ void __launch_bounds__(128)
         }
     }
 
-    // mn[4 j + q]: pixel row 16 w + g (+ 8 for q >= 2), channel 8 j + 2 t + (q % 2).
-    const int w = tid / 32, g = (tid % 32) / 4, t = tid % 4;
-#pragma unroll
-    for (int half = 0; half < 2; half++) {
-        const int row = 16 * w + g + 8 * half;
-        float v[6];
-#pragma unroll
-        for (int j = 0; j < 3; j++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) v[2 * j + e] = mn[4 * j + 2 * half + e] + bias[8 * j + 2 * t + e];
-        float mx = v[0];
-#pragma unroll
-        for (int i = 1; i < 6; i++) mx = fmaxf(mx, v[i]);
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        float sum = 0.f;
-#pragma unroll
-        for (int i = 0; i < 6; i++) {
-            v[i] = __expf(v[i] - mx);
-            sum += v[i];
-        }
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-        if (row < kPixels) {
-            const int pp = pb * kPixels + row;
-            float *o = output + static_cast<size_t>(n) * kCout * kPlane + pp;
-#pragma unroll
-            for (int j = 0; j < 3; j++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) o[(8 * j + 2 * t + e) * kPlane] = v[2 * j + e] / sum;
-        }
-    }
+    softmax_store(mn, bias, output, n, pb);
 }
 
 // The same conv with A in registers (wgmma's RS form), so that A is neither stored to nor read
@@ -241,9 +247,12 @@ __global__ void __launch_bounds__(128)
 // placeholders by self-contained code would have it.
 constexpr int kRsSteps = 14, kRsBStepBytes = kCout * 8 * 4, kRsBBytes = kRsSteps * 2 * kRsBStepBytes;
 
-__host__ __device__ constexpr int row_offset(int j) {  // j = ky + 3 kz + 9 ci < 27
-    return kW * (j % 3) + kW * kH * ((j / 3) % 3) + kW * kH * kD * (j / 9);
+// The input offset of tap row j = ky + 3 kz + 9 ci < 27 in an input of W x H x D planes.
+template <int W, int H, int D>
+__host__ __device__ constexpr int input_row_offset(int j) {
+    return W * (j % 3) + W * H * ((j / 3) % 3) + W * H * D * (j / 9);
 }
+__host__ __device__ constexpr int row_offset(int j) { return input_row_offset<kW, kH, kD>(j); }
 
 __device__ __forceinline__ void wgmma_n24_rs(float (&d)[12], const uint32_t (&a)[4], uint64_t b, int accumulate) {
     asm volatile(
@@ -253,6 +262,25 @@ __device__ __forceinline__ void wgmma_n24_rs(float (&d)[12], const uint32_t (&a)
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
           "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
+}
+
+// The weights as the RS kernels' B (taps k = kx' + 4 j, kx' = 3 a zero weight; kRsSteps steps),
+// split, into shared memory: [step][part][k-core][channel][4 taps]; then the proxy fence (the
+// wgmma read what ordinary stores wrote) and a barrier.
+template <int kCouts>
+__device__ __forceinline__ void stage_weights_rs(const float *__restrict__ weight, uint32_t *b_s) {
+    constexpr int kPartWords = kCouts * 8;  // one part (values or remainders) of a step
+    for (int i = threadIdx.x; i < kRsSteps * 8 * kCouts; i += 128) {
+        const int co = i % kCouts, k = i / kCouts, kx = k % 4, j = k / 4;
+        const float x = (kx < 3 && j < 27) ? weight[co * 81 + kx + 3 * j] : 0.f;
+        const uint32_t hi = tf32_rna(x), lo = tf32_rna(x - __uint_as_float(hi));
+        const int s = k / 8, kc = (k % 8) / 4;
+        const int w = ((s * 2) * 2 + kc) * (kPartWords / 2) + co * 4 + (k % 4);
+        b_s[w] = hi;
+        b_s[w + kPartWords] = lo;
+    }
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
 }
 
 // Two questions a Halide build would raise: kFenceEach fences the generic proxy before every
@@ -268,17 +296,7 @@ __global__ void __launch_bounds__(128)
     const uint32_t b_addr = static_cast<uint32_t>(__cvta_generic_to_shared(b_s));
     const int tid = threadIdx.x;
     const int n = blockIdx.x / kBlocksPerSample, pb = blockIdx.x % kBlocksPerSample;
-    for (int i = tid; i < kRsSteps * 8 * kCout; i += 128) {
-        const int co = i % kCout, k = i / kCout, kx = k % 4, j = k / 4;
-        const float x = (kx < 3 && j < 27) ? weight[co * kTaps + kx + 3 * j] : 0.f;
-        const uint32_t hi = tf32_rna(x), lo = tf32_rna(x - __uint_as_float(hi));
-        const int s = k / 8, kc = (k % 8) / 4;
-        const int w = ((s * 2) * 2 + kc) * (kRsBStepBytes / 8) + co * 4 + (k % 4);
-        b_s[w] = hi;
-        b_s[w + kRsBStepBytes / 4] = lo;
-    }
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    __syncthreads();
+    stage_weights_rs<kCout>(weight, b_s);
 
     const int w = tid / 32, g = (tid % 32) / 4, t = tid % 4;
     const int m0 = 16 * w + g, m1 = m0 + 8;
@@ -340,35 +358,7 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
         for (int j = 0; j < 12; j++) mn[j] = fminf(mn[j], acc[j]);
     }
-#pragma unroll
-    for (int half = 0; half < 2; half++) {
-        const int row = 16 * w + g + 8 * half;
-        float v[6];
-#pragma unroll
-        for (int j = 0; j < 3; j++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) v[2 * j + e] = mn[4 * j + 2 * half + e] + bias[8 * j + 2 * t + e];
-        float mx = v[0];
-#pragma unroll
-        for (int i = 1; i < 6; i++) mx = fmaxf(mx, v[i]);
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        float sum = 0.f;
-#pragma unroll
-        for (int i = 0; i < 6; i++) {
-            v[i] = __expf(v[i] - mx);
-            sum += v[i];
-        }
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-        if (row < kPixels) {
-            float *o = output + static_cast<size_t>(n) * kCout * kPlane + pb * kPixels + row;
-#pragma unroll
-            for (int j = 0; j < 3; j++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) o[(8 * j + 2 * t + e) * kPlane] = v[2 * j + e] / sum;
-        }
-    }
+    softmax_store(mn, bias, output, n, pb);
 }
 
 bool check(cudaError_t e, const char *what);
@@ -382,9 +372,7 @@ constexpr int kOD = kD - 2, kOH = kH - 2, kOW = kW - 2, kPlane = kOH * kOW;  // 
 constexpr int kPixels = 64, kBlocksPerSample = (kPlane + kPixels - 1) / kPixels;  // 61 (the last 4 pixels)
 constexpr int kBStepBytes = kCout * 8 * 4, kBBytes = kRsSteps * 2 * kBStepBytes;
 
-__host__ __device__ constexpr int row_offset(int j) {
-    return kW * (j % 3) + kW * kH * ((j / 3) % 3) + kW * kH * kD * (j / 9);
-}
+__host__ __device__ constexpr int row_offset(int j) { return input_row_offset<kW, kH, kD>(j); }
 
 __device__ __forceinline__ void wgmma_n16_rs(float (&d)[8], const uint32_t (&a)[4], uint64_t b, int accumulate) {
     asm volatile(
@@ -403,17 +391,7 @@ __global__ void __launch_bounds__(128)
     const uint32_t b_addr = static_cast<uint32_t>(__cvta_generic_to_shared(b_s));
     const int tid = threadIdx.x;
     const int n = blockIdx.x / kBlocksPerSample, pb = blockIdx.x % kBlocksPerSample;
-    for (int i = tid; i < kRsSteps * 8 * kCout; i += 128) {
-        const int co = i % kCout, k = i / kCout, kx = k % 4, j = k / 4;
-        const float x = (kx < 3 && j < 27) ? weight[co * 81 + kx + 3 * j] : 0.f;
-        const uint32_t hi = tf32_rna(x), lo = tf32_rna(x - __uint_as_float(hi));
-        const int s = k / 8, kc = (k % 8) / 4;
-        const int w = ((s * 2) * 2 + kc) * (kBStepBytes / 8) + co * 4 + (k % 4);
-        b_s[w] = hi;
-        b_s[w + kBStepBytes / 4] = lo;
-    }
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    __syncthreads();
+    stage_weights_rs<kCout>(weight, b_s);
     const int w = tid / 32, g = (tid % 32) / 4, t = tid % 4;
     const int p0 = pb * kPixels + 16 * w + g, p1 = p0 + 8;
     auto pixel = [&](int p) { return p < kPlane ? (p / kOW) * kW + p % kOW : 0; };
@@ -557,17 +535,25 @@ std::vector<double> reference(const std::vector<float> &in, const std::vector<fl
     return out;
 }
 
-template <int kBuffers, int kChains = 1, bool kCheapSplit = false>
-bool run(const char *name, const float *din, const float *dw, const float *db, float *dout,
-         int reps, std::vector<float> *out_host) {
-    auto kernel = p24_wgmma<kBuffers, kChains, kCheapSplit>;
-    const int bytes = kBBytes + kBuffers * kABytes;
+// Times `kernel` (p24's whole grid of 128-thread blocks, `bytes` of shared memory) over `reps`
+// launches after one, prints its median, and copies its output back.
+template <typename... Args>
+bool time_p24(const char *name, void (*kernel)(Args...), int bytes, const float *din, const float *dw,
+              const float *db, float *dout, int extra_w, int extra_h, int extra_d, int reps,
+              std::vector<float> *out_host) {
     if (!check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), "attribute"))
         return false;
     int per_sm = 0;
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 128, bytes);
     const int blocks = kN * kBlocksPerSample;
-    kernel<<<blocks, 128, bytes>>>(din, dw, db, dout);
+    auto launch = [&]() {
+        if constexpr (sizeof...(Args) == 7) {
+            kernel<<<blocks, 128, bytes>>>(din, dw, db, dout, extra_w, extra_h, extra_d);
+        } else {
+            kernel<<<blocks, 128, bytes>>>(din, dw, db, dout);
+        }
+    };
+    launch();
     if (!check(cudaDeviceSynchronize(), name)) return false;
     std::vector<float> ms(reps);
     cudaEvent_t e0, e1;
@@ -575,7 +561,7 @@ bool run(const char *name, const float *din, const float *dw, const float *db, f
     cudaEventCreate(&e1);
     for (int r = 0; r < reps; r++) {
         cudaEventRecord(e0);
-        kernel<<<blocks, 128, bytes>>>(din, dw, db, dout);
+        launch();
         cudaEventRecord(e1);
         if (!check(cudaEventSynchronize(e1), name)) return false;
         cudaEventElapsedTime(&ms[r], e0, e1);
@@ -589,36 +575,18 @@ bool run(const char *name, const float *din, const float *dw, const float *db, f
     return check(cudaMemcpy(out_host->data(), dout, out_host->size() * 4, cudaMemcpyDeviceToHost), "copy back");
 }
 
+template <int kBuffers, int kChains = 1, bool kCheapSplit = false>
+bool run(const char *name, const float *din, const float *dw, const float *db, float *dout,
+         int reps, std::vector<float> *out_host) {
+    return time_p24(name, p24_wgmma<kBuffers, kChains, kCheapSplit>, kBBytes + kBuffers * kABytes, din, dw, db,
+                    dout, 0, 0, 0, reps, out_host);
+}
+
 template <int kBatch, bool kWaitEach = false, bool kFenceEach = false, bool kRuntimeDims = false>
 bool run_rs(const char *name, const float *din, const float *dw, const float *db, float *dout,
             int reps, std::vector<float> *out_host) {
-    auto kernel = p24_wgmma_rs<kBatch, kWaitEach, kFenceEach, kRuntimeDims>;
-    const int bytes = kRsBBytes;
-    if (!check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), "attribute"))
-        return false;
-    int per_sm = 0;
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 128, bytes);
-    const int blocks = kN * kBlocksPerSample;
-    kernel<<<blocks, 128, bytes>>>(din, dw, db, dout, kW, kH, kD);
-    if (!check(cudaDeviceSynchronize(), name)) return false;
-    std::vector<float> ms(reps);
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    for (int r = 0; r < reps; r++) {
-        cudaEventRecord(e0);
-        kernel<<<blocks, 128, bytes>>>(din, dw, db, dout, kW, kH, kD);
-        cudaEventRecord(e1);
-        if (!check(cudaEventSynchronize(e1), name)) return false;
-        cudaEventElapsedTime(&ms[r], e0, e1);
-    }
-    std::sort(ms.begin(), ms.end());
-    cudaFuncAttributes attr;
-    cudaFuncGetAttributes(&attr, kernel);
-    printf("%-26s %3d regs, %d KB shared, %d blocks an SM: median %.3f ms (min %.3f)\n", name,
-           attr.numRegs, bytes / 1024, per_sm, ms[reps / 2], ms[0]);
-    out_host->resize(static_cast<size_t>(kN) * kCout * kPlane);
-    return check(cudaMemcpy(out_host->data(), dout, out_host->size() * 4, cudaMemcpyDeviceToHost), "copy back");
+    return time_p24(name, p24_wgmma_rs<kBatch, kWaitEach, kFenceEach, kRuntimeDims>, kRsBBytes, din, dw, db,
+                    dout, kW, kH, kD, reps, out_host);
 }
 
 }  // namespace
