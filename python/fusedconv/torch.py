@@ -17,7 +17,7 @@ Operators (torch.ops.fusedconv.*), each registered with torch.library.custom_op 
                                                 generator: torch.manual_seed reproduces it
 They run on x's device (cpu or cuda:N) on torch.cuda.current_stream(x.device), asynchronously
 like any CUDA op (p25 and p32 wait for that stream: their NaN check reads a count on the
-host). Arguments must be float32, contiguous, of the model's rank and on one device:
+host; so does p24 where its conv runs on wgmma, on GPUs of compute capability 9.0). Arguments must be float32, contiguous, of the model's rank and on one device:
 anything else, or a CUDA tensor with a library built without GPU kernels, raises TypeError,
 ValueError or RuntimeError naming it. Forward only: backward through them raises.
 

@@ -110,8 +110,12 @@ private:
 // transforms), and recompute in the direct form the samples that hold one.
 // On the GPU that check copies a count per sample to the host, so their
 // forward_into waits for the call's stream to finish, as p83's does on the
-// GPU for its F(4x4, 3x3) form (3x3x3 kernels, at most 3 input channels);
-// p24 copies nothing back to the host.
+// GPU for its F(4x4, 3x3) form (3x3x3 kernels, at most 3 input channels).
+// p24 on a GPU of compute capability 9.0 (H100, H200) with 3x3x3 kernels, at
+// most 3 input and 24 output channels runs its conv on the tensor cores
+// (wgmma) and checks channel 0 of its result for NaN in the same way, so it
+// waits too; elsewhere, and on a stream being captured into a CUDA graph, it
+// copies nothing back to the host.
 
 // p32: Conv2d(in, out, k) -> x * scale_factor -> torch.min(x, dim=1, keepdim=True)[0].
 class Conv2dScaleMin : public Model {

@@ -11,14 +11,17 @@
 // the offending shape, value or device before any work.
 //
 // On the GPU the work is queued on options.stream of the tensors' device
-// (ExecOptions, device.h) and the call returns: p24 copies nothing to the
-// host; p25 and p32 with 3x3 kernels, and p83 with 3x3x3 kernels and at most
-// 3 input channels, copy a NaN count per sample to the host (the Winograd
-// form's check), so they wait for that stream (only).
+// (ExecOptions, device.h) and the call returns: p25 and p32 with 3x3 kernels,
+// and p83 with 3x3x3 kernels and at most 3 input channels, copy a NaN count
+// per sample to the host (the Winograd form's check), so they wait for that
+// stream (only); so does p24 on a GPU of compute capability 9.0 with 3x3x3
+// kernels, at most 3 input and 24 output channels (its tensor-core form's
+// check); otherwise p24 copies nothing to the host.
 //
-// CUDA graph capture: p24 queues kernels only, so a p24 call on a stream
-// being captured is recorded into the graph (run it once outside the capture
-// first, so that its kernels are loaded). p25, p32 and p83 allocate device
+// CUDA graph capture: on a capturing stream p24 takes its kernel without
+// tensor cores, which queues kernels only, so the call is recorded into the
+// graph (run it once outside the capture first, so that its kernels are
+// loaded). p25, p32 and p83 allocate device
 // memory for intermediates inside the call (and may wait for the host, as
 // above), which a graph cannot hold: on a capturing stream they throw Error
 // before queuing anything, and the capture stays valid.
