@@ -1,5 +1,6 @@
 #include "mma_splice.h"
 
+#include <cstdint>
 #include <regex>
 #include <stdexcept>
 #include <vector>
@@ -176,14 +177,16 @@ std::string wgmma_replacement(const CallSite &first, const std::vector<std::stri
         t += "\tsub.rn.f32 %twx" + K + ", %twx" + K + ", %twy" + K + ";\n";
         t += "\tmov.b32 %twl" + K + ", %twx" + K + ";\n";
     }
-    // Descriptors: start address >> 4 (14 bits), leading-dimension offset 384 >> 4 at bit 16,
-    // stride-dimension offset 128 >> 4 at bit 32, no swizzle.
+    // Descriptors: start address >> 4 (14 bits), leading-dimension offset (between the k-cores)
+    // >> 4 at bit 16, stride-dimension offset (between the n-cores) >> 4 at bit 32, no swizzle.
+    constexpr uint64_t kLeading = 384, kStride = 128, kRemainders = 768;
+    const std::string fields = std::to_string(((kLeading >> 4) << 16) | ((kStride >> 4) << 32));
     t += "\tmov.b32 %twb, " + a[16] + ";\n";
     for (int d = 0; d < 2; d++) {
         const std::string D = "%twd" + std::to_string(d);
         t += "\tcvt.u64.u32 " + D + ", %twb;\n\tshr.u64 " + D + ", " + D + ", 4;\n";
-        t += "\tand.b64 " + D + ", " + D + ", 16383;\n\tor.b64 " + D + ", " + D + ", 34361311232;\n";
-        if (d == 0) t += "\tadd.u32 %twb, %twb, 768;\n";
+        t += "\tand.b64 " + D + ", " + D + ", 16383;\n\tor.b64 " + D + ", " + D + ", " + fields + ";\n";
+        if (d == 0) t += "\tadd.u32 %twb, %twb, " + std::to_string(kRemainders) + ";\n";
     }
     t += "\tsetp.ne.b32 %twp, 1, 0;\n"
          "\tfence.proxy.async.shared::cta;\n"

@@ -68,6 +68,13 @@ bool winograd2d_applies(const Tensor &weight, int64_t max_in_channels) {
 }
 
 namespace {
+// Conv3d weights (Cout, Cin, kd, kh, kw) of a 3x3x3 kernel with at most `max_in_channels` inputs.
+bool conv3d_3x3x3_with_at_most(const Tensor &weight, int64_t max_in_channels, const char *what) {
+    require_dims(weight, what, 5, 5);
+    const Shape &w = weight.shape();
+    return w[2] == 3 && w[3] == 3 && w[4] == 3 && w[1] <= max_in_channels;
+}
+
 bool tensor_cores_enabled() {
     static const bool enabled = [] {
         const char *env = std::getenv("FUSEDCONV_TENSOR_CORES");
@@ -83,16 +90,12 @@ bool tensor_core_form_applies(const Tensor &weight, int64_t max_in_channels) {
 }
 
 bool wgmma_form_applies(const Tensor &weight, int64_t max_in_channels, int64_t max_out_channels) {
-    require_dims(weight, "wgmma form", 5, 5);
-    const Shape &w = weight.shape();
-    return tensor_cores_enabled() && w[2] == 3 && w[3] == 3 && w[4] == 3 && w[1] <= max_in_channels &&
-           w[0] <= max_out_channels && cuda::has_wgmma(cuda::current_device());
+    return tensor_cores_enabled() && conv3d_3x3x3_with_at_most(weight, max_in_channels, "wgmma form") &&
+           weight.shape()[0] <= max_out_channels && cuda::has_wgmma(cuda::current_device());
 }
 
 bool winograd3d_xy_applies(const Tensor &weight, int64_t max_in_channels) {
-    require_dims(weight, "Winograd form over x and y", 5, 5);
-    const Shape &w = weight.shape();
-    return w[2] == 3 && w[3] == 3 && w[4] == 3 && w[1] <= max_in_channels;
+    return conv3d_3x3x3_with_at_most(weight, max_in_channels, "Winograd form over x and y");
 }
 
 std::vector<bool> nan_per_sample(const Tensor &t, NanProbe probe) {

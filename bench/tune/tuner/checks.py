@@ -65,9 +65,9 @@ def cmd_check_aliases(args):
             stmts = dict(pool.map(build, jobs))
         for lib, s in space.items():
             for name in s.names:
+                mine = {v: t for (l, n, v), t in stmts.items() if l == lib and n == name}
                 for alias, target in s.aliases[name].items():
                     checked += 1
-                    mine = {v: t for (l, n, v), t in stmts.items() if l == lib and n == name}
                     same = mine[alias] == mine[target]
                     also = [v for v in mine if v not in (alias, target) and v in s.values[name]
                             and mine[v] == mine[alias]]
