@@ -3,6 +3,7 @@
 #include "p24_schedule.h"
 #include "conv3d_wgmma_schedule.h"
 #include "dense_layout.h"
+#include "llvm_options.h"
 
 namespace fusedconv {
 
@@ -54,8 +55,13 @@ public:
     Input<Buffer<float, 5>> weight{"weight"};  // (kx, ky, kz, ci, co)
     Input<Buffer<float, 1>> bias{"bias"};      // (co)
     Output<Buffer<float, 4>> output{"output"}; // (x, y, co, n)
+    // LLVM's loop strength reduction turns each of the 54 tap addresses (27 tap rows x a thread's
+    // 2 pixels, at runtime strides) into an induction variable held across the depth loop. Without
+    // it the driver's JIT gives the wgmma kernel 96 registers instead of 122: 5 blocks an SM, not 4.
+    GeneratorParam<bool> loop_strength_reduction{"loop_strength_reduction", false};
 
     void generate() {
+        if (!loop_strength_reduction) disable_llvm_loop_strength_reduction();
         require_dense(weight);
         require_dense(input);
         form = blocks::conv3d_min_depth_wgmma(input, weight, bias, weight.dim(3).extent(), weight.dim(4).extent(),
