@@ -12,9 +12,11 @@ using namespace Halide;
 // first, split, into the block's shared memory by the same 128 threads. Nothing may guard a
 // step: the thread extents are the block's, and rows past the plane are computed (clamped) and
 // not stored. Specialized on 3 input channels (p24's), where every tap row's channel test folds.
-// H100, p24's shape (ncu, the GPU's clocks): 293 us, 122 registers (each tap's input offset held
-// across the depth loop), 4 blocks an SM, tensor pipe 31%; the whole call 0.345 ms against 0.40
-// for the SIMT kernel. Register caps (.maxnreg 96 / 80 / 64) were slower.
+// H100, p24's shape (ncu, the GPU's clocks): 268 us, 96 registers, 5 blocks an SM, tensor pipe
+// 35%, issue 44%; the whole call 0.315-0.327 ms against 0.40-0.41 for the SIMT kernel. The
+// generator turns LLVM's loop strength reduction off (p24_conv3d_min_softmax.cpp): with it each
+// tap's input offset was an induction variable, 122 registers and 4 blocks an SM. Register caps
+// (.maxnreg) were not faster.
 // (2) out: the softmax over channels, a thread per pixel (20 us), reading mins.
 void gpu_conv3d_min_depth_wgmma(blocks::ConvMinDepthWgmma &m, blocks::Softmax &softmax, Func out,
                                 const Target &target) {
