@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -194,10 +195,26 @@ std::string probe_ptx(const char *stmt_path) {
     return s.substr(begin, end + 21 - begin);
 }
 
+// The registers ptxas -v reports for each entry of the module at `path` ("Used N registers").
+std::vector<int> ptxas_registers(const std::string &ptxas, const std::string &arch, const std::string &path) {
+    std::vector<int> used;
+    FILE *p = popen((ptxas + " -v -arch=" + arch + " " + path + " -o /dev/null 2>&1").c_str(), "r");
+    if (!p) return used;
+    char line[512];
+    while (std::fgets(line, sizeof line, p)) {
+        const char *at = std::strstr(line, "Used ");
+        int n = 0;
+        if (at && std::strstr(line, " registers") && std::sscanf(at, "Used %d registers", &n) == 1) used.push_back(n);
+    }
+    pclose(p);
+    return used;
+}
+
 // `steps`: the mma steps of one pass of the loop (points x blocks a warp); `instruction` the
-// mma each step becomes three of, `arch` the target ptxas assembles the spliced module for.
+// mma each step becomes three of, `arch` the target ptxas assembles the spliced module for;
+// `max_registers` (0: none) a bound on each entry's registers as ptxas allocates them.
 void check_probe(const char *stmt_path, int steps, const std::string &instruction = "mma.sync.aligned.m16n8k8",
-                 const std::string &arch = "sm_90") {
+                 const std::string &arch = "sm_90", int max_registers = 0) {
     int groups = 0;
     const std::string out = splice_mma(probe_ptx(stmt_path), &groups);
     EXPECT_EQ(groups, steps);
@@ -210,6 +227,10 @@ void check_probe(const char *stmt_path, int steps, const std::string &instructio
     const std::string path = testing::TempDir() + "tc_probe_spliced.ptx";
     std::ofstream(path) << out;
     EXPECT_EQ(std::system((ptxas + " -arch=" + arch + " " + path + " -o /dev/null").c_str()), 0) << path;
+    if (max_registers == 0) return;
+    const std::vector<int> used = ptxas_registers(ptxas, arch, path);
+    EXPECT_FALSE(used.empty()) << "ptxas -v reported no register counts for " << path;
+    for (int n : used) EXPECT_LE(n, max_registers) << path;
 }
 
 TEST(MmaSplice, ProbePresplit) { check_probe(TC_PROBE_PRESPLIT_STMT, 36); }
@@ -220,9 +241,11 @@ TEST(MmaSplice, ProbeWider) { check_probe(TC_PROBE_WIDER_STMT, 4 * 2 * 4); }
 // input-channel steps unrolled.
 TEST(MmaSplice, LibraryP25TensorCore) { check_probe(P25_TC_CUDA_STMT, 9 * 2 * 2); }
 // p24's wgmma kernel (p24_wg_cuda): a depth's 14 k-steps, each 3 wgmma, in each of its two
-// kernels (3 input channels, and any), for sm_90a.
+// kernels (3 input channels, and any), for sm_90a. At most 88 registers: the generator turns
+// LLVM's loop strength reduction off, without which each tap's input offset becomes an induction
+// variable held across the depth loop (116 registers, 72 without; schedules/NOTES.md).
 TEST(MmaSplice, LibraryP24Wgmma) {
-    check_probe(P24_WG_CUDA_STMT, 2 * 14, "wgmma.mma_async.sync.aligned.m64n24k8", "sm_90a");
+    check_probe(P24_WG_CUDA_STMT, 2 * 14, "wgmma.mma_async.sync.aligned.m64n24k8", "sm_90a", 88);
 }
 
 }  // namespace
