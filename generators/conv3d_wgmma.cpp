@@ -19,7 +19,7 @@ ConvMinDepthWgmma conv3d_min_depth_wgmma(Func input, Func weight, Func bias, Exp
     m.mins = Func(name + "_mins");
     m.f = Func(name);
     m.cin = cin;
-    Expr out_w = in_w - 2, out_h = in_h - 2, out_d = in_d - 2, pixels = out_w * out_h;
+    Expr out_w = in_w - 2, out_h = in_h - 2, out_d = in_d - 2;
 
     // B: tap row j = 2 s + kc (ky, kz, ci), column kx' = e; zero at kx' = 3 and past cin and cout.
     {
@@ -32,25 +32,33 @@ ConvMinDepthWgmma conv3d_min_depth_wgmma(Func input, Func weight, Func bias, Exp
         m.bw(m.e, m.co, m.kc, m.part, m.s) = select(m.part == 0, hi, round_to_tf32(x - hi));
     }
 
-    // A: thread (t, g, w) of the warpgroup holds rows 16 w + g and 16 w + g + 8 (pixels of the
-    // block, clamped into the plane: rows past it are computed and not stored) and, in step rk,
-    // tap rows 2 rk (elements 0, 1) and 2 rk + 1 (2, 3), at column kx' = t.
-    Expr p0 = clamp(kWgmmaPixels * m.pb + 16 * m.w + m.g, 0, pixels - 1);
-    Expr p1 = clamp(kWgmmaPixels * m.pb + 16 * m.w + m.g + 8, 0, pixels - 1);
+    // A: a block is 32 columns of a pair of image rows: wgmma row 16 w + 8 h + g is pixel
+    // (32 xb + 8 w + g, y0 + h), so a thread's two rows (h = 0, 1) are vertical neighbours and
+    // the lower one's tap rows ky = 0, 1 are the upper one's ky = 1, 2: 36 input rows a thread and
+    // depth, not 54. In step s the thread holds tap rows 2 s (elements 0, 1) and 2 s + 1
+    // (2, 3) at column kx' = t. Columns past the plane are clamped to its last (computed, not
+    // stored); with an odd height the last pair of rows is shifted up by one (its upper row
+    // computed twice, stored by the pair above), so that no row is clamped: both pixels' shared
+    // rows are then one expression. Needs out_h >= 2.
+    Expr blocks_x = (out_w + 31) / 32;
+    auto pair_top = [&](const Expr &pair) { return min(2 * pair, out_h - 2); };
+    Expr x0 = min(32 * (m.pb % blocks_x) + 8 * m.w + m.g, out_w - 1), y0 = pair_top(m.pb / blocks_x);
     Expr kx = min(m.t, 2);
-    m.rk = RDom(0, kWgmmaSteps, name + "_rk");
-    auto a_elem = [&](const Expr &p, const Expr &row) {
-        Expr ci = row / 9;
-        return select(ci < cin, input(p % out_w + kx, p / out_w + row % 3, m.z + (row / 3) % 3,
-                                      clamp(ci, 0, cin - 1), v.n),
-                      0.0f);
+    // Tap row j = ky + 3 kz + 9 ci of pixel row h: input row y0 + (h + ky), the sum a C++ constant
+    // so that the rows both pixels read are one expression (one load).
+    auto a_elem = [&](int h, int j) {
+        const int ci = j / 9;
+        Expr c = min(ci, cin - 1);
+        return select(ci < cin, input(x0 + kx, y0 + (h + j % 3), m.z + (j / 3) % 3, c, v.n), 0.0f);
     };
     FuncRef a = m.acc(m.t, m.g, m.w, m.z, m.pb, v.n);
     m.acc(m.t, m.g, m.w, m.z, m.pb, v.n) = Tuple(std::vector<Expr>(kWgmmaElements, 0.0f));
-    m.acc(m.t, m.g, m.w, m.z, m.pb, v.n) =
-        Tuple(wgmma_step(a, {a_elem(p0, 2 * m.rk), a_elem(p1, 2 * m.rk), a_elem(p0, 2 * m.rk + 1),
-                             a_elem(p1, 2 * m.rk + 1)},
-                         m.rk * kWgmmaStepBytes, m.bw(0, 0, 0, 0, m.rk)));
+    // The k-steps as update definitions of their own (not an RDom): their rows are constants.
+    for (int s = 0; s < kWgmmaSteps; s++) {
+        m.acc(m.t, m.g, m.w, m.z, m.pb, v.n) =
+            Tuple(wgmma_step(a, {a_elem(0, 2 * s), a_elem(1, 2 * s), a_elem(0, 2 * s + 1), a_elem(1, 2 * s + 1)},
+                             s * kWgmmaStepBytes, m.bw(0, 0, 0, 0, s)));
+    }
 
     // The minimum over depth, NaN-aware (as min_depth's).
     const Expr none = std::numeric_limits<float>::infinity();
@@ -64,7 +72,7 @@ ConvMinDepthWgmma conv3d_min_depth_wgmma(Func input, Func weight, Func bias, Exp
         m.dmin(m.t, m.g, m.w, m.pb, v.n) = Tuple(folded);
     }
 
-    // Element 4 j + 2 h + e of thread (t, g, w): pixel row 16 w + 8 h + g, channel 8 j + 2 t + e.
+    // Element 4 j + 2 h + e of thread (t, g, w): wgmma row 16 w + 8 h + g, channel 8 j + 2 t + e.
     {
         FuncRef d = m.dmin(m.t, m.g, m.w, m.pb, v.n);
         std::vector<Expr> elems;
@@ -73,9 +81,10 @@ ConvMinDepthWgmma conv3d_min_depth_wgmma(Func input, Func weight, Func bias, Exp
         m.mins(m.e, m.h, m.j, m.t, m.g, m.w, m.pb, v.n) =
             mux(4 * m.j + 2 * m.h + m.e, elems) + bias(clamp(c, 0, cout - 1));
     }
-    Expr p = v.x + out_w * v.y, r = p % kWgmmaPixels;
-    m.f(v.x, v.y, v.c, v.n) =
-        m.mins(v.c % 2, (r / 8) % 2, v.c / 8, (v.c % 8) / 2, r % 8, r / 16, p / kWgmmaPixels, v.n);
+    // The row within its pair, 0 or 1 (clamped only so that bounds inference sees it).
+    Expr pair = v.y / 2, h = clamp(v.y - pair_top(pair), 0, 1);
+    m.f(v.x, v.y, v.c, v.n) = m.mins(v.c % 2, h, v.c / 8, (v.c % 8) / 2, v.x % 8,
+                                     (v.x % 32) / 8, pair * blocks_x + v.x / 32, v.n);
     return m;
 }
 

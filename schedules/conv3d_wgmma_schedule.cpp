@@ -41,7 +41,6 @@ void gpu_conv3d_min_depth_wgmma(blocks::ConvMinDepthWgmma &m, blocks::Softmax &s
     m.mins.specialize(m.cin == blocks::kWgmmaMaxCin);
     m.dmin.compute_at(m.mins, m.t);
     m.acc.compute_at(m.dmin, m.rz);
-    m.acc.update().unroll(m.rk);
 
     // B: 5376 words (4 taps x 24 channels x 2 k-cores x 2 parts x 14 steps), 42 a thread, over
     // the same (4, 8, 4) threads (a kernel's thread nests share one block shape).

@@ -40,10 +40,12 @@ TEST_P(P24, MatchesReferenceOnOddShapes) {
         // least one 10 x 4 tile, the edge tiles shifted inwards): exactly one
         // tile, and one column or one row short of it (the clamped path).
         {{1, 3, 4, 6, 12}, 24, 3}, {{2, 3, 4, 6, 11}, 24, 3}, {{1, 3, 4, 5, 12}, 24, 3},
-        // On sm_90 the wgmma form (3x3x3, Cin <= 3, Cout <= 24): fewer input channels than its
-        // specialized 3, fewer output channels than its 24, and a plane of more than one block
-        // of 64 pixels with a partial last block.
+        // On sm_90 the wgmma form (3x3x3, Cin <= 3, Cout <= 24, an output of 2 rows or more; its
+        // blocks are 32 columns of a pair of rows): fewer input channels than its specialized 3,
+        // fewer output channels than its 24, odd output heights (the last pair shifted up),
+        // widths of several blocks with a partial last one, and one output row (the SIMT kernel).
         {{2, 2, 5, 6, 7}, 7, 3}, {{1, 1, 4, 9, 5}, 24, 3}, {{2, 3, 4, 11, 13}, 17, 3},
+        {{1, 3, 4, 8, 70}, 24, 3}, {{2, 3, 3, 5, 37}, 11, 3}, {{1, 3, 4, 3, 40}, 24, 3},
     };
     uint64_t seed = 1;
     for (const P24Case &c : cases) {
