@@ -22,9 +22,10 @@
 //    (t, g, w) = wgmma row 16 w + 8 h + g, pixel (32 xb + 8 w + g, y0 + h) of block
 //    pb = xb + (out_w + 31) / 32 * pair, y0 = min(2 pair, out_h - 2), channel 8 j + 2 t + e, plus
 //    bias; f: mins at pixel (x, y).
-// At most kWgmmaMaxCout output channels (zero weights pad fewer); an output height of at least 2
-// (the caller selects); any width, depth and batch. Non-finite inputs: the split turns an infinity into NaN, so the sums can be NaN where
-// the direct form's are infinite; the caller recomputes samples holding NaN in the direct form.
+// At most kWgmmaMaxCout output channels (zero weights pad fewer) and an output height of at least
+// 2 (the caller selects); any width, depth and batch. Non-finite inputs: the split turns an
+// infinity into NaN, so the sums can be NaN where the direct form's are infinite; the caller
+// recomputes samples holding NaN in the direct form.
 // Like blocks::conv3d this is an algorithm only (schedules/conv3d_wgmma_schedule.h).
 #pragma once
 

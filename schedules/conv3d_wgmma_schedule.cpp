@@ -8,16 +8,17 @@ using namespace Halide;
 // (1) mins: a block of 128 threads (one warpgroup: t, g, w as wgmma's fragment orders them) per
 // 64 output pixels of one sample (32 columns of a pair of rows). Each thread walks the output
 // depths; at each, its 12 sums in registers from the 14 k-steps (the placeholders spliced into
-// wgmma), folded into its 12
-// running minima; then its 12 minima plus bias to global memory. The weights (B) are staged
-// first, split, into the block's shared memory by the same 128 threads. Nothing may guard a
-// step: the thread extents are the block's, and pixels past the plane are computed (clamped) and
-// not stored. Specialized on 3 input channels (p24's), where every tap row's channel test folds.
+// wgmma), folded into its 12 running minima; then its 12 minima plus bias to global memory. The
+// weights (B) are staged first, split, into the block's shared memory by the same 128 threads.
+// Nothing may guard a step: the thread extents are the block's, and pixels past the plane are
+// computed (clamped) and not stored. Specialized on 3 input channels (p24's), where every tap
+// row's channel test folds.
 // H100, p24's shape (ncu, the GPU's clocks): 261 us, 90 registers, 5 blocks an SM, tensor pipe
 // 36%, issue 46%; the whole call 0.31-0.32 ms against 0.40-0.41 for the SIMT kernel. The
 // generator turns LLVM's loop strength reduction off (p24_conv3d_min_softmax.cpp): with it each
 // tap's input offset was an induction variable, 122 registers and 4 blocks an SM. More blocks an
 // SM (the JIT capped at 80 or 64 registers) were not faster.
+// (2) out: the softmax over channels, a thread per pixel (20 us), reading mins.
 void gpu_conv3d_min_depth_wgmma(blocks::ConvMinDepthWgmma &m, blocks::Softmax &softmax, Func out,
                                 const Target &target) {
     if (!target.has_feature(Target::CUDA)) {

@@ -243,7 +243,7 @@ TEST(MmaSplice, LibraryP25TensorCore) { check_probe(P25_TC_CUDA_STMT, 9 * 2 * 2)
 // p24's wgmma kernel (p24_wg_cuda): a depth's 14 k-steps, each 3 wgmma, in each of its two
 // kernels (3 input channels, and any), for sm_90a. At most 88 registers: the generator turns
 // LLVM's loop strength reduction off, without which each tap's input offset becomes an induction
-// variable held across the depth loop (116 registers, 72 without; schedules/NOTES.md).
+// variable held across the depth loop (106 registers, 58 without; schedules/NOTES.md).
 TEST(MmaSplice, LibraryP24Wgmma) {
     check_probe(P24_WG_CUDA_STMT, 2 * 14, "wgmma.mma_async.sync.aligned.m64n24k8", "sm_90a", 88);
 }

@@ -112,7 +112,8 @@ private:
 // forward_into waits for the call's stream to finish, as p83's does on the
 // GPU for its F(4x4, 3x3) form (3x3x3 kernels, at most 3 input channels).
 // p24 on a GPU of compute capability 9.0 (H100, H200) with 3x3x3 kernels, at
-// most 3 input and 24 output channels runs its conv on the tensor cores
+// most 3 input and 24 output channels and an input height of at least 4 runs
+// its conv on the tensor cores
 // (wgmma) and checks channel 0 of its result for NaN in the same way, so it
 // waits too; elsewhere, and on a stream being captured into a CUDA graph, it
 // copies nothing back to the host.

@@ -15,8 +15,9 @@
 // and p83 with 3x3x3 kernels and at most 3 input channels, copy a NaN count
 // per sample to the host (the Winograd form's check), so they wait for that
 // stream (only); so does p24 on a GPU of compute capability 9.0 with 3x3x3
-// kernels, at most 3 input and 24 output channels (its tensor-core form's
-// check); otherwise p24 copies nothing to the host.
+// kernels, at most 3 input and 24 output channels and an input height of at
+// least 4 (its tensor-core form's check); otherwise p24 copies nothing to the
+// host.
 //
 // CUDA graph capture: on a capturing stream p24 takes its kernel without
 // tensor cores, which queues kernels only, so the call is recorded into the
