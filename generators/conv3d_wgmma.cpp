@@ -39,10 +39,10 @@ ConvMinDepthWgmma conv3d_min_depth_wgmma(Func input, Func weight, Func bias, Exp
     // (2, 3) at column kx' = t. Columns past the plane are clamped to its last (computed, not
     // stored); with an odd height the last pair of rows is shifted up by one (its upper row
     // computed twice, stored by the pair above), so that no row is clamped: both pixels' shared
-    // rows are then one expression. Needs out_h >= 2.
-    Expr blocks_x = (out_w + 31) / 32;
+    // rows are then one expression. Needs out_h >= kWgmmaMinOutHeight.
+    Expr blocks_x = (out_w + kWgmmaColumns - 1) / kWgmmaColumns;
     auto pair_top = [&](const Expr &pair) { return min(2 * pair, out_h - 2); };
-    Expr x0 = min(32 * (m.pb % blocks_x) + 8 * m.w + m.g, out_w - 1), y0 = pair_top(m.pb / blocks_x);
+    Expr x0 = min(kWgmmaColumns * (m.pb % blocks_x) + 8 * m.w + m.g, out_w - 1), y0 = pair_top(m.pb / blocks_x);
     Expr kx = min(m.t, 2);
     // Tap row j = ky + 3 kz + 9 ci of pixel row h: input row y0 + (h + ky), the sum a C++ constant
     // so that the rows both pixels read are one expression (one load).
@@ -84,7 +84,7 @@ ConvMinDepthWgmma conv3d_min_depth_wgmma(Func input, Func weight, Func bias, Exp
     // The row within its pair, 0 or 1 (clamped only so that bounds inference sees it).
     Expr pair = v.y / 2, h = clamp(v.y - pair_top(pair), 0, 1);
     m.f(v.x, v.y, v.c, v.n) = m.mins(v.c % 2, h, v.c / 8, (v.c % 8) / 2, v.x % 8,
-                                     (v.x % 32) / 8, pair * blocks_x + v.x / 32, v.n);
+                                     (v.x % kWgmmaColumns) / 8, pair * blocks_x + v.x / kWgmmaColumns, v.n);
     return m;
 }
 

@@ -36,7 +36,9 @@ namespace fusedconv::blocks {
 constexpr int kWgmmaMaxCout = 24;  // wgmma's n
 constexpr int kWgmmaMaxCin = 3;    // 27 rows of taps in 14 k-steps
 constexpr int kWgmmaSteps = 14;
-constexpr int kWgmmaPixels = 64;   // wgmma's m: output pixels a block
+constexpr int kWgmmaColumns = 32;  // a block's output columns: 2 rows of them are wgmma's m (64)
+// The output height the form needs (its blocks pair rows; the caller selects).
+constexpr int kWgmmaMinOutHeight = 2;
 constexpr int kWgmmaElements = 12; // accumulator elements a thread
 constexpr int kWgmmaStepBytes = 2 * kWgmmaMaxCout * 8 * 4;  // B of one step: values, remainders
 

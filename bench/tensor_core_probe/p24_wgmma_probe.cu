@@ -19,6 +19,8 @@
 //     14 steps) and splitting them (the tf32 value as x's bits with the low 13 cleared, the
 //     remainder x minus that, exact).
 // `tc_p24_wgmma p83` runs p83's conv (3 -> 16 channels) in the RS form instead, storing it.
+#include "launch_timing.cuh"
+
 #include <algorithm>
 #include <type_traits>
 #include <cmath>
@@ -465,18 +467,9 @@ bool run(int reps) {
     const int blocks = kN * kBlocksPerSample;
     conv<<<blocks, 128, kBBytes>>>(din, dw, db, dout);
     if (!check(cudaDeviceSynchronize(), "p83 conv")) return false;
-    std::vector<float> ms(reps);
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    for (int r = 0; r < reps; r++) {
-        cudaEventRecord(e0);
-        conv<<<blocks, 128, kBBytes>>>(din, dw, db, dout);
-        cudaEventRecord(e1);
-        if (!check(cudaEventSynchronize(e1), "p83 conv")) return false;
-        cudaEventElapsedTime(&ms[r], e0, e1);
-    }
-    std::sort(ms.begin(), ms.end());
+    std::vector<float> ms;
+    if (!check(sorted_launch_ms([&] { conv<<<blocks, 128, kBBytes>>>(din, dw, db, dout); }, reps, &ms), "p83 conv"))
+        return false;
     // Check samples 0 and 127 at every 7th output against float64.
     std::vector<float> got(out_n);
     cudaMemcpy(got.data(), dout, out_n * 4, cudaMemcpyDeviceToHost);
@@ -555,18 +548,8 @@ bool time_p24(const char *name, void (*kernel)(Args...), int bytes, const float 
     };
     launch();
     if (!check(cudaDeviceSynchronize(), name)) return false;
-    std::vector<float> ms(reps);
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    for (int r = 0; r < reps; r++) {
-        cudaEventRecord(e0);
-        launch();
-        cudaEventRecord(e1);
-        if (!check(cudaEventSynchronize(e1), name)) return false;
-        cudaEventElapsedTime(&ms[r], e0, e1);
-    }
-    std::sort(ms.begin(), ms.end());
+    std::vector<float> ms;
+    if (!check(sorted_launch_ms(launch, reps, &ms), name)) return false;
     cudaFuncAttributes attr;
     cudaFuncGetAttributes(&attr, kernel);
     printf("%-26s %3d regs, %d KB shared, %d blocks an SM: median %.3f ms (min %.3f)\n", name,

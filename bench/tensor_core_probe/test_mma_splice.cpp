@@ -76,6 +76,20 @@ int count(const std::string &s, const std::string &what) {
     return n;
 }
 
+// Writes `ptx` to the test's temporary `file` and expects ptxas to assemble it for `arch`; returns
+// the path, or "" (and assembles nothing) when the CUDA toolkit's ptxas is not there.
+std::string assemble(const std::string &ptx, const std::string &arch, const std::string &file) {
+    const std::string ptxas = TC_PTXAS;
+    if (ptxas.empty()) {
+        printf("ptxas not found: the spliced module is not assembled\n");
+        return "";
+    }
+    const std::string path = testing::TempDir() + file;
+    std::ofstream(path) << ptx;
+    EXPECT_EQ(std::system((ptxas + " -arch=" + arch + " " + path + " -o /dev/null").c_str()), 0) << path;
+    return path;
+}
+
 TEST(MmaSplice, GroupOfFourBecomesThreeMma) {
     int groups = 0;
     const std::string out = splice_mma(module("8", {0, 1, 2, 3}), &groups);
@@ -130,14 +144,7 @@ TEST(MmaSplice, WgmmaGroupOfTwelveBecomesOneSelfContainedStep) {
     const size_t second = out.find("{%twh0, %twh1, %twh2, %twh3}, %twd1");
     const size_t third = out.find("{%twh0, %twh1, %twh2, %twh3}, %twd0");
     EXPECT_TRUE(first < second && second < third && third != std::string::npos);
-    const std::string ptxas = TC_PTXAS;
-    if (ptxas.empty()) {
-        printf("ptxas not found: the spliced module is not assembled\n");
-        return;
-    }
-    const std::string path = testing::TempDir() + "tc_wgmma_spliced.ptx";
-    std::ofstream(path) << out;
-    EXPECT_EQ(std::system((ptxas + " -arch=sm_90a " + path + " -o /dev/null").c_str()), 0) << path;
+    assemble(out, "sm_90a", "tc_wgmma_spliced.ptx");
 }
 
 TEST(MmaSplice, WgmmaGroupsMustBeWhole) {
@@ -196,7 +203,8 @@ std::string probe_ptx(const char *stmt_path) {
 }
 
 // The registers ptxas -v reports for each entry of the module at `path` ("Used N registers").
-std::vector<int> ptxas_registers(const std::string &ptxas, const std::string &arch, const std::string &path) {
+std::vector<int> ptxas_registers(const std::string &arch, const std::string &path) {
+    const std::string ptxas = TC_PTXAS;
     std::vector<int> used;
     FILE *p = popen((ptxas + " -v -arch=" + arch + " " + path + " -o /dev/null 2>&1").c_str(), "r");
     if (!p) return used;
@@ -219,16 +227,9 @@ void check_probe(const char *stmt_path, int steps, const std::string &instructio
     const std::string out = splice_mma(probe_ptx(stmt_path), &groups);
     EXPECT_EQ(groups, steps);
     EXPECT_EQ(count(out, instruction), 3 * steps);
-    const std::string ptxas = TC_PTXAS;
-    if (ptxas.empty()) {
-        printf("ptxas not found: the spliced module is not assembled\n");
-        return;
-    }
-    const std::string path = testing::TempDir() + "tc_probe_spliced.ptx";
-    std::ofstream(path) << out;
-    EXPECT_EQ(std::system((ptxas + " -arch=" + arch + " " + path + " -o /dev/null").c_str()), 0) << path;
-    if (max_registers == 0) return;
-    const std::vector<int> used = ptxas_registers(ptxas, arch, path);
+    const std::string path = assemble(out, arch, "tc_probe_spliced.ptx");
+    if (path.empty() || max_registers == 0) return;
+    const std::vector<int> used = ptxas_registers(arch, path);
     EXPECT_FALSE(used.empty()) << "ptxas -v reported no register counts for " << path;
     for (int n : used) EXPECT_LE(n, max_registers) << path;
 }

@@ -21,6 +21,8 @@
 // V is read from global memory where the library would compute it from the input (the
 // transform's loads are the same bytes); the probe cycles over 512 blocks of it (v_blocks) so
 // that they stay in L2, as the library's input windows do.
+#include "launch_timing.cuh"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -335,19 +337,11 @@ bool run(const char *name, const float *v, const float4 *u, int blocks, int v_bl
                                 cudaMemcpyDeviceToHost),
                      "copy back");
     }
-    std::vector<float> ms(reps);
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    for (int r = 0; r < reps; r++) {
-        cudaEventRecord(e0);
-        kernel<<<grid, 128 * kGroups, kSharedBytes>>>(v, u, blocks, v_blocks, sink, nullptr, restage);
-        cudaEventRecord(e1);
-        if (!check(cudaEventSynchronize(e1), name)) return false;
-        cudaEventElapsedTime(&ms[r], e0, e1);
-    }
-    std::vector<float> sorted = ms;
-    std::sort(sorted.begin(), sorted.end());
+    std::vector<float> sorted;
+    if (!check(sorted_launch_ms([&] { kernel<<<grid, 128 * kGroups, kSharedBytes>>>(v, u, blocks, v_blocks, sink, nullptr, restage); },
+                                reps, &sorted),
+               name))
+        return false;
     const double med = sorted[reps / 2];
     // float32-equivalent flops of the product: 2 x points x cout x cin x tiles.
     const double flops = 2.0 * kPoints * kCout * kCin * kTiles * static_cast<double>(blocks);
@@ -391,19 +385,11 @@ bool run_wide(const std::vector<float> &v, const std::vector<float> &u, const fl
                 }
     cudaFuncAttributes attr;
     cudaFuncGetAttributes(&attr, kernel);
-    std::vector<float> ms(reps);
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
     kernel<<<sms, 256, bytes>>>(dv, du, blocks, sink, nullptr);
-    for (int i = 0; i < reps; i++) {
-        cudaEventRecord(e0);
-        kernel<<<sms, 256, bytes>>>(dv, du, blocks, sink, nullptr);
-        cudaEventRecord(e1);
-        if (!check(cudaEventSynchronize(e1), "width study")) return false;
-        cudaEventElapsedTime(&ms[i], e0, e1);
-    }
-    std::sort(ms.begin(), ms.end());
+    std::vector<float> ms;
+    if (!check(sorted_launch_ms([&] { kernel<<<sms, 256, bytes>>>(dv, du, blocks, sink, nullptr); }, reps, &ms),
+               "width study"))
+        return false;
     const double flops = 2.0 * kP * kCout * kCin * kN * static_cast<double>(blocks);
     printf("product alone, %2d points x n%-2d  %3d regs  median %.3f ms  %6.1f TFLOP/s float32-equivalent"
            "  (first block's largest error %.1e of sum |terms|)\n",

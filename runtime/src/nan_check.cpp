@@ -89,9 +89,12 @@ bool tensor_core_form_applies(const Tensor &weight, int64_t max_in_channels) {
            cuda::has_tf32_tensor_cores(cuda::current_device());
 }
 
-bool wgmma_form_applies(const Tensor &weight, int64_t max_in_channels, int64_t max_out_channels) {
+bool wgmma_form_applies(const Tensor &input, const Tensor &weight, int64_t max_in_channels,
+                        int64_t max_out_channels, int64_t min_out_height) {
+    require_dims(input, "wgmma form", 5, 5);
     return tensor_cores_enabled() && conv3d_3x3x3_with_at_most(weight, max_in_channels, "wgmma form") &&
-           weight.shape()[0] <= max_out_channels && cuda::has_wgmma(cuda::current_device());
+           weight.shape()[0] <= max_out_channels && input.shape()[3] - 2 >= min_out_height &&
+           cuda::has_wgmma(cuda::current_device());
 }
 
 bool winograd3d_xy_applies(const Tensor &weight, int64_t max_in_channels) {

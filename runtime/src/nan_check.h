@@ -24,7 +24,8 @@ namespace fusedconv::detail {
 // for channels more than 2 GiB apart, which that copy cannot stride, by the
 // kernel).
 // FirstChannel: every element of channel 0 (for results where a NaN in any channel makes every
-// channel at that position NaN, as a softmax over channels does), one small kernel.
+// channel at that position NaN, as a softmax over channels does), counted by count_nan's kernels
+// over that channel alone.
 enum class NanProbe { EveryElement, FirstOfEachChannel, FirstChannel };
 std::vector<bool> nan_per_sample(const Tensor &t, NanProbe probe = NanProbe::EveryElement);
 
@@ -53,11 +54,13 @@ bool winograd2d_applies(const Tensor &weight, int64_t max_in_channels);
 // runs, as before they were added).
 bool tensor_core_form_applies(const Tensor &weight, int64_t max_in_channels);
 
-// Whether the GPU runs p24 with these conv3d weights (Cout, Cin, kd, kh, kw) in the wgmma form
-// (p24_wg_cuda, generators/conv3d_wgmma.h): 3x3x3 kernels with at most `max_in_channels` input
-// and `max_out_channels` output channels, on the current device when it runs wgmma (compute
-// capability 9.0), unless FUSEDCONV_TENSOR_CORES is 0 (as above: then the SIMT library runs).
-bool wgmma_form_applies(const Tensor &weight, int64_t max_in_channels, int64_t max_out_channels);
+// Whether the GPU runs p24 on this input (N, Cin, D, H, W) with these conv3d weights (Cout, Cin,
+// kd, kh, kw) in the wgmma form (p24_wg_cuda, generators/conv3d_wgmma.h): 3x3x3 kernels with at
+// most `max_in_channels` input and `max_out_channels` output channels and an output of at least
+// `min_out_height` rows, on the current device when it runs wgmma (compute capability 9.0),
+// unless FUSEDCONV_TENSOR_CORES is 0 (as above: then the SIMT library runs).
+bool wgmma_form_applies(const Tensor &input, const Tensor &weight, int64_t max_in_channels,
+                        int64_t max_out_channels, int64_t min_out_height);
 
 // The same for p83's conv3d weights (Cout, Cin, kd, kh, kw) and the F(4x4,
 // 3x3) library over x and y (p83_xy_cuda): 3x3x3 kernels with at most

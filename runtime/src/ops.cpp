@@ -251,9 +251,9 @@ void p24_run(const char *who, const Tensor &input, const Tensor &weight, const T
         // On sm_90, the wgmma form where it applies, its NaN samples recomputed directly (as
         // p25's tensor-core form). It allocates its depth-minima and waits for a NaN count, so a
         // stream being captured into a CUDA graph keeps the direct form, which does neither.
-        // Its blocks pair output rows, so it needs two of them (an input height of 4 or more).
-        if (gpu && wgmma_form_applies(weight, kWgmmaMaxInChannels, kWgmmaMaxOutChannels) &&
-            input.shape()[3] >= 4 && cuda::capture_status() == cuda::Capture::None) {
+        if (gpu &&
+            wgmma_form_applies(input, weight, kWgmmaMaxInChannels, kWgmmaMaxOutChannels, kWgmmaMinOutHeight) &&
+            cuda::capture_status() == cuda::Capture::None) {
             auto run = [&](bool wgmma, halide_buffer_t *in, halide_buffer_t *o) {
                 auto fn = wgmma ? fusedconv_p24_wg_cuda : fusedconv_p24_cuda;
                 check_halide(fn(in, weight.raw(), bias.raw(), o), what);
