@@ -1,0 +1,377 @@
+// p32 (conv2d 64 -> 128 channels, 3x3 -> times scale -> minimum over channels) in Winograd
+// F(4x4, 3x3) on mma.sync, with every point of a (channel, tile) in one warp: is that structure
+// worth building into the library? Plain CUDA for sm_90, built with the cuDNN baselines' toolkit
+// (README.md); not part of the library, and without its NaN semantics beyond the tile poison.
+//
+// The library's p32 kernel (generators/winograd2d_tensor_core.h) splits the 36 points of a tile
+// between 4 warps, so the output transform needs the sums handed over through shared memory, in
+// rounds of 16 output channels; one block of 4 warps fits an SM (v 147 KB + the hand-off). Here
+// a warp owns 16 output channels (an m-tile) of the block's 16 tiles and walks all 36 points:
+// each point's sums over the 64 input channels (8 k-steps of 3xTF32 m16n8k8) are folded at once
+// into the warp's 16 running outputs per (channel, tile), since the output transform is a sum
+// over the points: Y = sum_p AT(:, i) AT(:, j)^T M(p), p = 6 i + j. So there are no rounds and
+// no hand-off, and the block has 8 warps (each both tile groups: 128 running outputs a thread) or
+// 16 (one tile group each: 64), against the library's 4.
+//
+// Per block: 16 tiles along x of one tile row of one sample; v = BT d B for the 16 tiles x 64
+// input channels staged once (147 KB, tiles swizzled so that a step's B loads are conflict-free);
+// u = G g GT split ahead into tf32 values and remainders, in fragment order, read through L1.
+// After the points: bias, scale, the tile poison (a tile whose 16 outputs are not all finite is
+// NaN), the minimum over the thread's two channels, over the 8 lanes of a column (shuffles), and
+// over the 8 m-tiles through shared memory. Five variants: 8 or 16 warps a block, 1 or 2 points
+// summed at once, 3xTF32's two small products into a second accumulator or not.
+//
+// Measured (README.md): 6.2-7.3 ms on an H100 against about 5.1 ms for the library's kernel. The
+// 255 registers leave u's loads too little room to be issued early.
+#include "launch_timing.cuh"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+#include <cuda_runtime.h>
+
+namespace {
+
+constexpr int kN = 64, kCin = 64, kCout = 128, kH = 256, kW = 256;
+constexpr int kOH = kH - 2, kOW = kW - 2;                    // 254
+constexpr int kTilesX = (kOW + 3) / 4, kTilesY = (kOH + 3) / 4;  // 64
+constexpr int kBlockTiles = 16, kPoints = 36, kSteps = kCin / 8, kMTiles = kCout / 16;
+constexpr size_t kVBytes = size_t(kPoints) * kCin * kBlockTiles * 4;  // 147456
+
+// AT of F(4, 3) (points 0, 1, -1, 2, -2, infinity).
+__host__ __device__ constexpr float at(int a, int i) {
+    constexpr float m[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+    return m[a][i];
+}
+
+// BT applied to 6 values.
+__device__ __forceinline__ void bt6(const float d[6], float r[6]) {
+    r[0] = 4.f * d[0] - 5.f * d[2] + d[4];
+    r[1] = -4.f * d[1] - 4.f * d[2] + d[3] + d[4];
+    r[2] = 4.f * d[1] - 4.f * d[2] - d[3] + d[4];
+    r[3] = -2.f * d[1] - d[2] + 2.f * d[3] + d[4];
+    r[4] = 2.f * d[1] - d[2] - 2.f * d[3] + d[4];
+    r[5] = 4.f * d[1] - 5.f * d[3] + d[5];
+}
+
+__device__ __forceinline__ int swz(int tile, int ci) { return tile ^ (((ci >> 1) & 1) << 3); }
+
+__device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ float nan_min(float a, float b) { return (a != a || a < b) ? a : b; }
+
+// GW tile groups a warp: 8 warps (2) or 16 (1) a block. PP points summed at once and, with SA,
+// the two small products of 3xTF32 into a second accumulator: PP x GW (x 2) independent mma
+// chains a warp.
+template <int GW, int PP, bool SA>
+__global__ void __launch_bounds__(256 * (3 - GW), 1)
+points_kernel(const float *__restrict__ in, const float4 *__restrict__ uf, const float *__restrict__ bias,
+              float scale, float *__restrict__ out) {
+    extern __shared__ float smem[];
+    float(*v)[kCin][kBlockTiles] = reinterpret_cast<float(*)[kCin][kBlockTiles]>(smem);
+    const int bx = blockIdx.x, ty = blockIdx.y, n = blockIdx.z;
+
+    // v for the block's 16 tiles x 64 input channels.
+    for (int idx = threadIdx.x; idx < kCin * kBlockTiles; idx += blockDim.x) {
+        const int ci = idx / kBlockTiles, tile = idx % kBlockTiles;
+        const int x0 = 4 * (kBlockTiles * bx + tile), y0 = 4 * ty;
+        const float *src = in + ((size_t(n) * kCin + ci) * kH) * kW;
+        float t[6][6];
+        for (int r = 0; r < 6; r++) {
+            const int y = min(y0 + r, kH - 1);
+            float d[6];
+            for (int c = 0; c < 6; c++) d[c] = __ldg(src + size_t(y) * kW + min(x0 + c, kW - 1));
+            bt6(d, t[r]);  // along x
+        }
+        for (int j = 0; j < 6; j++) {
+            float d[6], r6[6];
+            for (int r = 0; r < 6; r++) d[r] = t[r][j];
+            bt6(d, r6);  // along y
+            for (int i = 0; i < 6; i++) v[6 * i + j][ci][swz(tile, ci)] = r6[i];
+        }
+    }
+    __syncthreads();
+
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int mt = warp & 7, tg0 = GW == 2 ? 0 : warp >> 3;
+    float y[GW][4][16];
+#pragma unroll
+    for (int gi = 0; gi < GW; gi++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+#pragma unroll
+            for (int o = 0; o < 16; o++) y[gi][e][o] = 0.f;
+
+#pragma unroll
+    for (int p0 = 0; p0 < kPoints; p0 += PP) {
+        float acc[PP][GW][4], acc2[PP][GW][4];
+#pragma unroll
+        for (int pp = 0; pp < PP; pp++)
+#pragma unroll
+            for (int gi = 0; gi < GW; gi++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) acc[pp][gi][e] = acc2[pp][gi][e] = 0.f;
+#pragma unroll
+        for (int ks = 0; ks < kSteps; ks++) {
+            const int c0 = 8 * ks + t, c1 = c0 + 4;
+#pragma unroll
+            for (int pp = 0; pp < PP; pp++) {
+                const int p = p0 + pp;
+                const float4 *up = uf + ((size_t(p * kMTiles + mt) * kSteps + ks) * 32 + lane) * 2;
+                const float4 h = __ldg(up), l = __ldg(up + 1);
+                const uint32_t ah[4] = {__float_as_uint(h.x), __float_as_uint(h.y), __float_as_uint(h.z), __float_as_uint(h.w)};
+                const uint32_t al[4] = {__float_as_uint(l.x), __float_as_uint(l.y), __float_as_uint(l.z), __float_as_uint(l.w)};
+#pragma unroll
+                for (int gi = 0; gi < GW; gi++) {
+                    const int tile = 8 * (tg0 + gi) + g;
+                    const float b0 = v[p][c0][swz(tile, c0)], b1 = v[p][c1][swz(tile, c1)];
+                    // The tf32 value as the bits with the low 13 cleared; the remainder exact.
+                    const uint32_t bh0 = __float_as_uint(b0) & 0xffffe000u, bh1 = __float_as_uint(b1) & 0xffffe000u;
+                    const uint32_t bl0 = __float_as_uint(b0 - __uint_as_float(bh0));
+                    const uint32_t bl1 = __float_as_uint(b1 - __uint_as_float(bh1));
+                    float(&small)[4] = SA ? acc2[pp][gi] : acc[pp][gi];
+                    mma(small, al, bh0, bh1);
+                    mma(small, ah, bl0, bl1);
+                    mma(acc[pp][gi], ah, bh0, bh1);
+                }
+            }
+        }
+#pragma unroll
+        for (int pp = 0; pp < PP; pp++) {
+            const int i = (p0 + pp) / 6, j = (p0 + pp) % 6;
+#pragma unroll
+            for (int a = 0; a < 4; a++)
+#pragma unroll
+                for (int b = 0; b < 4; b++) {
+                    const float coef = at(a, i) * at(b, j);
+                    if (coef != 0.f) {
+#pragma unroll
+                        for (int gi = 0; gi < GW; gi++)
+#pragma unroll
+                            for (int e = 0; e < 4; e++)
+                                y[gi][e][4 * a + b] =
+                                    fmaf(coef, SA ? acc[pp][gi][e] + acc2[pp][gi][e] : acc[pp][gi][e], y[gi][e][4 * a + b]);
+                    }
+                }
+        }
+    }
+
+    // Accumulator element e: channel 16 mt + g + 8 (e / 2), tile 8 tg + 2 t + e % 2.
+    float m[GW][2][16];
+#pragma unroll
+    for (int gi = 0; gi < GW; gi++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            float s = 0.f;
+#pragma unroll
+            for (int o = 0; o < 16; o++) s += y[gi][e][o];
+            const bool bad = !isfinite(s);
+            const float b = __ldg(bias + 16 * mt + g + 8 * (e / 2));
+#pragma unroll
+            for (int o = 0; o < 16; o++) {
+                const float val = bad ? __int_as_float(0x7fc00000) : (y[gi][e][o] + b) * scale;
+                m[gi][e % 2][o] = e < 2 ? val : nan_min(m[gi][e % 2][o], val);
+            }
+        }
+#pragma unroll
+    for (int gi = 0; gi < GW; gi++)
+#pragma unroll
+        for (int el = 0; el < 2; el++)
+#pragma unroll
+            for (int o = 0; o < 16; o++)
+#pragma unroll
+                for (int sh = 4; sh < 32; sh *= 2)
+                    m[gi][el][o] = nan_min(m[gi][el][o], __shfl_xor_sync(0xffffffffu, m[gi][el][o], sh));
+    __syncthreads();  // v is read no more: its space takes the m-tiles' minima
+    float(*part)[kBlockTiles][16] = reinterpret_cast<float(*)[kBlockTiles][16]>(smem);
+    if (g == 0) {
+#pragma unroll
+        for (int gi = 0; gi < GW; gi++)
+#pragma unroll
+            for (int el = 0; el < 2; el++)
+#pragma unroll
+                for (int o = 0; o < 16; o++) part[mt][8 * (tg0 + gi) + 2 * t + el][o] = m[gi][el][o];
+    }
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < kBlockTiles * 16; idx += blockDim.x) {
+        const int tile = idx / 16, o = idx % 16;
+        float r = part[0][tile][o];
+        for (int k = 1; k < kMTiles; k++) r = nan_min(r, part[k][tile][o]);
+        const int x = 4 * (kBlockTiles * bx + tile) + o % 4, yy = 4 * ty + o / 4;
+        if (x < kOW && yy < kOH) out[(size_t(n) * kOH + yy) * kOW + x] = r;
+    }
+}
+
+uint32_t g_state = 12345u;
+float uniform01() {
+    g_state = g_state * 1664525u + 1013904223u;
+    return static_cast<float>(g_state >> 8) / 16777216.f;
+}
+
+float tf32_hi(float x) {  // to nearest, ties away, as cvt.rna
+    uint32_t b;
+    std::memcpy(&b, &x, 4);
+    b = (b + 0x1000u) & 0xffffe000u;
+    float r;
+    std::memcpy(&r, &b, 4);
+    return r;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    // tc_p32_points [VARIANT]: only that variant (1-5; every one by default).
+    const int only = argc > 1 ? atoi(argv[1]) : 0;
+    if (argc > 2 || only < 0 || only > 5) {
+        fprintf(stderr, "usage: tc_p32_points [VARIANT 1-5]\n");
+        return 2;
+    }
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+        fprintf(stderr, "tc_p32_points: no CUDA device\n");
+        return 1;
+    }
+    printf("%s: p32 at (64, 64, 256, 256), 128 output channels\n", prop.name);
+    const size_t in_count = size_t(kN) * kCin * kH * kW, out_count = size_t(kN) * kOH * kOW;
+    std::vector<float> in(in_count), w(size_t(kCout) * kCin * 9), bias(kCout);
+    for (auto &x : in) x = uniform01();
+    const float bound = 1.f / std::sqrt(float(kCin * 9));
+    for (auto &x : w) x = (2.f * uniform01() - 1.f) * bound;
+    for (auto &x : bias) x = (2.f * uniform01() - 1.f) * bound;
+    const float scale = 2.f;
+
+    // u = G g GT, split, in fragment order [p][mt][ks][lane][hi 4, lo 4].
+    const double G[6][3] = {{0.25, 0, 0}, {-1 / 6., -1 / 6., -1 / 6.}, {-1 / 6., 1 / 6., -1 / 6.},
+                            {1 / 24., 1 / 12., 1 / 6.}, {1 / 24., -1 / 12., 1 / 6.}, {0, 0, 1}};
+    std::vector<float> u(size_t(kPoints) * kCout * kCin);  // [p][co][ci]
+    for (int co = 0; co < kCout; co++)
+        for (int ci = 0; ci < kCin; ci++) {
+            const float *gk = &w[(size_t(co) * kCin + ci) * 9];
+            for (int i = 0; i < 6; i++)
+                for (int j = 0; j < 6; j++) {
+                    double s = 0;
+                    for (int ky = 0; ky < 3; ky++)
+                        for (int kx = 0; kx < 3; kx++) s += G[i][ky] * gk[3 * ky + kx] * G[j][kx];
+                    u[(size_t(6 * i + j) * kCout + co) * kCin + ci] = static_cast<float>(s);
+                }
+        }
+    std::vector<float> uf(size_t(kPoints) * kMTiles * kSteps * 32 * 8);
+    for (int p = 0; p < kPoints; p++)
+        for (int mt = 0; mt < kMTiles; mt++)
+            for (int ks = 0; ks < kSteps; ks++)
+                for (int lane = 0; lane < 32; lane++) {
+                    const int g = lane / 4, t = lane % 4;
+                    const int rows[4] = {g, g + 8, g, g + 8}, cols[4] = {t, t, t + 4, t + 4};
+                    float *dst = &uf[(((size_t(p) * kMTiles + mt) * kSteps + ks) * 32 + lane) * 8];
+                    for (int e = 0; e < 4; e++) {
+                        const float x = u[(size_t(p) * kCout + 16 * mt + rows[e]) * kCin + 8 * ks + cols[e]];
+                        dst[e] = tf32_hi(x);
+                        dst[4 + e] = x - dst[e];
+                    }
+                }
+
+    float *d_in = nullptr, *d_uf = nullptr, *d_bias = nullptr, *d_out = nullptr;
+    if (cudaMalloc(&d_in, in_count * 4) != cudaSuccess || cudaMalloc(&d_uf, uf.size() * 4) != cudaSuccess ||
+        cudaMalloc(&d_bias, kCout * 4) != cudaSuccess || cudaMalloc(&d_out, out_count * 4) != cudaSuccess) {
+        fprintf(stderr, "tc_p32_points: cudaMalloc failed\n");
+        return 1;
+    }
+    cudaMemcpy(d_in, in.data(), in_count * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(d_uf, uf.data(), uf.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(d_bias, bias.data(), kCout * 4, cudaMemcpyHostToDevice);
+
+    // float64 reference at sampled pixels.
+    const int samples = 256;
+    std::vector<int> sn(samples), sy(samples), sx(samples);
+    std::vector<double> ref(samples), cond(samples);
+    for (int s = 0; s < samples; s++) {
+        sn[s] = s == 0 ? 0 : int(uniform01() * kN) % kN;
+        sy[s] = s == 1 ? kOH - 1 : int(uniform01() * kOH) % kOH;
+        sx[s] = s == 1 ? kOW - 1 : int(uniform01() * kOW) % kOW;
+        double best = INFINITY, c = 0;
+        for (int co = 0; co < kCout; co++) {
+            double acc = bias[co], a = std::fabs(bias[co]);
+            for (int ci = 0; ci < kCin; ci++)
+                for (int ky = 0; ky < 3; ky++)
+                    for (int kx = 0; kx < 3; kx++) {
+                        const double term = double(w[(size_t(co) * kCin + ci) * 9 + 3 * ky + kx]) *
+                                            in[((size_t(sn[s]) * kCin + ci) * kH + sy[s] + ky) * kW + sx[s] + kx];
+                        acc += term;
+                        a += std::fabs(term);
+                    }
+            best = std::min(best, acc * scale);
+            c = std::max(c, a * std::fabs(scale));
+        }
+        ref[s] = best;
+        cond[s] = c;
+    }
+
+    const dim3 grid(kTilesX / kBlockTiles, kTilesY, kN);
+    struct Variant {
+        const char *name;
+        void (*kernel)(const float *, const float4 *, const float *, float, float *);
+        int warps;
+    };
+    const Variant variants[] = {
+        {"8 warps, 1 point at once", points_kernel<2, 1, false>, 8},
+        {"8 warps, 2 points at once", points_kernel<2, 2, false>, 8},
+        {"8 warps, 2 points, small products apart", points_kernel<2, 2, true>, 8},
+        {"16 warps, 1 point at once", points_kernel<1, 1, false>, 16},
+        {"16 warps, 2 points at once", points_kernel<1, 2, false>, 16},
+    };
+    bool ok = true;
+    int index = 0;
+    for (const Variant &var : variants) {
+        index++;
+        if (only && index != only) continue;
+        auto kernel = var.kernel;
+        const int warps = var.warps;
+        if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kVBytes)) != cudaSuccess) {
+            fprintf(stderr, "%s: cudaFuncSetAttribute failed\n", var.name);
+            ok = false;
+            continue;
+        }
+        cudaFuncAttributes attr{};
+        cudaFuncGetAttributes(&attr, kernel);
+        cudaMemset(d_out, 0xff, out_count * 4);
+        auto launch = [&]() {
+            kernel<<<grid, 32 * warps, kVBytes>>>(d_in, reinterpret_cast<const float4 *>(d_uf), d_bias, scale, d_out);
+        };
+        launch();
+        if (cudaDeviceSynchronize() != cudaSuccess) {
+            fprintf(stderr, "%s: %s\n", var.name, cudaGetErrorString(cudaGetLastError()));
+            return 1;
+        }
+        std::vector<float> out(out_count);
+        cudaMemcpy(out.data(), d_out, out_count * 4, cudaMemcpyDeviceToHost);
+        double err = 0, rel = 0;
+        for (int s = 0; s < samples; s++) {
+            const double d = std::fabs(out[(size_t(sn[s]) * kOH + sy[s]) * kOW + sx[s]] - ref[s]);
+            err = std::max(err, d);
+            rel = std::max(rel, d / cond[s]);
+        }
+        std::vector<float> ms;
+        if (sorted_launch_ms(launch, 10, &ms) != cudaSuccess) {
+            fprintf(stderr, "%s: timing failed\n", var.name);
+            return 1;
+        }
+        const double tflops = 2.0 * kN * kOH * kOW * double(kCout) * kCin * 9 / (ms[5] * 1e-3) / 1e12;
+        printf("%d %-42s %3d registers %3d B local, median %.3f ms (min %.3f), %.1f TFLOP/s direct-equivalent; "
+               "max |err| vs float64 %.2e (%.2e of sum |terms|)\n",
+               index, var.name, attr.numRegs, int(attr.localSizeBytes), ms[5], ms[0], tflops, err, rel);
+        ok = ok && err < 1e-4;
+    }
+    cudaFree(d_in);
+    cudaFree(d_uf);
+    cudaFree(d_bias);
+    cudaFree(d_out);
+    return ok ? 0 : 1;
+}
