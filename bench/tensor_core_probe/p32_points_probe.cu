@@ -18,11 +18,12 @@
 // u = G g GT split ahead into tf32 values and remainders, in fragment order, read through L1.
 // After the points: bias, scale, the tile poison (a tile whose 16 outputs are not all finite is
 // NaN), the minimum over the thread's two channels, over the 8 lanes of a column (shuffles), and
-// over the 8 m-tiles through shared memory. Five variants: 8 or 16 warps a block, 1 or 2 points
-// summed at once, 3xTF32's two small products into a second accumulator or not.
+// over the 8 m-tiles through shared memory. Six variants: 8 or 16 warps a block, 1 or 2 points
+// summed at once, 3xTF32's two small products into a second accumulator or not, u read through
+// L1 or staged in shared memory.
 //
-// Measured (README.md): 6.2-7.3 ms on an H100 against about 5.1 ms for the library's kernel. The
-// 255 registers leave u's loads too little room to be issued early.
+// Measured (README.md): 6.2-7.9 ms on an H100 against about 5.1 ms for the library's kernel. The
+// 255 registers leave u's loads too little room to be issued early; staged, the mma chains wait.
 #include "launch_timing.cuh"
 
 #include <algorithm>
@@ -67,6 +68,60 @@ __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint3
 }
 
 __device__ __forceinline__ float nan_min(float a, float b) { return (a != a || a < b) ? a : b; }
+
+// After the points: bias, scale, the tile poison, the minimum over the thread's channels, its
+// column's lanes and the block's m-tiles; the output's pixels. `y`: the thread's running outputs,
+// tg0 its first tile group.
+template <int GW>
+__device__ __forceinline__ void finish(float (&y)[GW][4][16], int tg0, const float *__restrict__ bias, float scale,
+                                       float *__restrict__ out, float *smem) {
+    const int bx = blockIdx.x, ty = blockIdx.y, n = blockIdx.z;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, mt = warp & 7;
+    // Accumulator element e: channel 16 mt + g + 8 (e / 2), tile 8 tg + 2 t + e % 2.
+    float m[GW][2][16];
+#pragma unroll
+    for (int gi = 0; gi < GW; gi++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            float s = 0.f;
+#pragma unroll
+            for (int o = 0; o < 16; o++) s += y[gi][e][o];
+            const bool bad = !isfinite(s);
+            const float b = __ldg(bias + 16 * mt + g + 8 * (e / 2));
+#pragma unroll
+            for (int o = 0; o < 16; o++) {
+                const float val = bad ? __int_as_float(0x7fc00000) : (y[gi][e][o] + b) * scale;
+                m[gi][e % 2][o] = e < 2 ? val : nan_min(m[gi][e % 2][o], val);
+            }
+        }
+#pragma unroll
+    for (int gi = 0; gi < GW; gi++)
+#pragma unroll
+        for (int el = 0; el < 2; el++)
+#pragma unroll
+            for (int o = 0; o < 16; o++)
+#pragma unroll
+                for (int sh = 4; sh < 32; sh *= 2)
+                    m[gi][el][o] = nan_min(m[gi][el][o], __shfl_xor_sync(0xffffffffu, m[gi][el][o], sh));
+    __syncthreads();  // v is read no more: its space takes the m-tiles' minima
+    float(*part)[kBlockTiles][16] = reinterpret_cast<float(*)[kBlockTiles][16]>(smem);
+    if (g == 0) {
+#pragma unroll
+        for (int gi = 0; gi < GW; gi++)
+#pragma unroll
+            for (int el = 0; el < 2; el++)
+#pragma unroll
+                for (int o = 0; o < 16; o++) part[mt][8 * (tg0 + gi) + 2 * t + el][o] = m[gi][el][o];
+    }
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < kBlockTiles * 16; idx += blockDim.x) {
+        const int tile = idx / 16, o = idx % 16;
+        float r = part[0][tile][o];
+        for (int k = 1; k < kMTiles; k++) r = nan_min(r, part[k][tile][o]);
+        const int x = 4 * (kBlockTiles * bx + tile) + o % 4, yy = 4 * ty + o / 4;
+        if (x < kOW && yy < kOH) out[(size_t(n) * kOH + yy) * kOW + x] = r;
+    }
+}
 
 // GW tile groups a warp: 8 warps (2) or 16 (1) a block. PP points summed at once and, with SA,
 // the two small products of 3xTF32 into a second accumulator: PP x GW (x 2) independent mma
@@ -164,50 +219,129 @@ points_kernel(const float *__restrict__ in, const float4 *__restrict__ uf, const
         }
     }
 
-    // Accumulator element e: channel 16 mt + g + 8 (e / 2), tile 8 tg + 2 t + e % 2.
-    float m[GW][2][16];
+    finish<GW>(y, tg0, bias, scale, out, smem);
+}
+
+// u staged in shared memory by cp.async, double-buffered beside v: a stage is 2 points x 2
+// steps of all 8 m-tiles (32 KB), stored in the order the warps read it ([point][m-tile][step]
+// [tf32 values, remainders][lane][4]: conflict-free 16-byte reads), so that staging is a straight
+// copy of 32 KB from ufs (the same values in stage order). 72 stages a block, each issued one
+// stage ahead; in each, a warp sums 2 points x 2 tile groups: 4 independent mma chains.
+constexpr int kStagePoints = 2, kStageSteps = 2;
+constexpr int kStages = (kPoints / kStagePoints) * (kSteps / kStageSteps);                     // 72
+constexpr size_t kUStageFloats = size_t(kStagePoints) * kMTiles * kStageSteps * 2 * 32 * 4;  // 8192
+constexpr size_t kStagedBytes = kVBytes + 2 * kUStageFloats * 4;                               // 211 KB
+
+__device__ __forceinline__ void stage_u(float *dst, const float *__restrict__ src) {
+    for (int i = threadIdx.x; i < int(kUStageFloats / 4); i += blockDim.x) {
+        const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst + 4 * i));
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src + 4 * i) : "memory");
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+__global__ void __launch_bounds__(256, 1)
+points_staged_kernel(const float *__restrict__ in, const float4 *__restrict__ ufs4, const float *__restrict__ bias,
+                     float scale, float *__restrict__ out) {
+    constexpr int GW = 2;
+    extern __shared__ float smem[];
+    float(*v)[kCin][kBlockTiles] = reinterpret_cast<float(*)[kCin][kBlockTiles]>(smem);
+    float *ubuf = smem + kVBytes / 4;
+    const float *ufs = reinterpret_cast<const float *>(ufs4);
+    const int bx = blockIdx.x, ty = blockIdx.y, n = blockIdx.z;
+    stage_u(ubuf, ufs);  // in flight during v's staging
+
+    for (int idx = threadIdx.x; idx < kCin * kBlockTiles; idx += blockDim.x) {
+        const int ci = idx / kBlockTiles, tile = idx % kBlockTiles;
+        const int x0 = 4 * (kBlockTiles * bx + tile), y0 = 4 * ty;
+        const float *src = in + ((size_t(n) * kCin + ci) * kH) * kW;
+        float t[6][6];
+        for (int r = 0; r < 6; r++) {
+            const int y = min(y0 + r, kH - 1);
+            float d[6];
+            for (int c = 0; c < 6; c++) d[c] = __ldg(src + size_t(y) * kW + min(x0 + c, kW - 1));
+            bt6(d, t[r]);
+        }
+        for (int j = 0; j < 6; j++) {
+            float d[6], r6[6];
+            for (int r = 0; r < 6; r++) d[r] = t[r][j];
+            bt6(d, r6);
+            for (int i = 0; i < 6; i++) v[6 * i + j][ci][swz(tile, ci)] = r6[i];
+        }
+    }
+
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int mt = warp;
+    float y[GW][4][16];
 #pragma unroll
     for (int gi = 0; gi < GW; gi++)
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-            float s = 0.f;
+        for (int e = 0; e < 4; e++)
 #pragma unroll
-            for (int o = 0; o < 16; o++) s += y[gi][e][o];
-            const bool bad = !isfinite(s);
-            const float b = __ldg(bias + 16 * mt + g + 8 * (e / 2));
+            for (int o = 0; o < 16; o++) y[gi][e][o] = 0.f;
+
 #pragma unroll
-            for (int o = 0; o < 16; o++) {
-                const float val = bad ? __int_as_float(0x7fc00000) : (y[gi][e][o] + b) * scale;
-                m[gi][e % 2][o] = e < 2 ? val : nan_min(m[gi][e % 2][o], val);
+    for (int p0 = 0; p0 < kPoints; p0 += kStagePoints) {
+        float acc[kStagePoints][GW][4];
+#pragma unroll
+        for (int pp = 0; pp < kStagePoints; pp++)
+#pragma unroll
+            for (int gi = 0; gi < GW; gi++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) acc[pp][gi][e] = 0.f;
+#pragma unroll
+        for (int k0 = 0; k0 < kSteps; k0 += kStageSteps) {
+            const int stage = (p0 / kStagePoints) * (kSteps / kStageSteps) + k0 / kStageSteps;
+            if (stage + 1 < kStages) {
+                stage_u(ubuf + ((stage + 1) & 1) * kUStageFloats, ufs + size_t(stage + 1) * kUStageFloats);
+                asm volatile("cp.async.wait_group 1;" ::: "memory");
+            } else {
+                asm volatile("cp.async.wait_group 0;" ::: "memory");
             }
+            __syncthreads();
+            const float4 *ub = reinterpret_cast<const float4 *>(ubuf + (stage & 1) * kUStageFloats);
+#pragma unroll
+            for (int kk = 0; kk < kStageSteps; kk++)
+#pragma unroll
+                for (int pp = 0; pp < kStagePoints; pp++) {
+                    const int p = p0 + pp, ks = k0 + kk;
+                    const float4 *uq = ub + ((pp * kMTiles + mt) * kStageSteps + kk) * 2 * 32;
+                    const float4 hv = uq[lane], lv = uq[32 + lane];
+                    const uint32_t ah[4] = {__float_as_uint(hv.x), __float_as_uint(hv.y), __float_as_uint(hv.z), __float_as_uint(hv.w)};
+                    const uint32_t al[4] = {__float_as_uint(lv.x), __float_as_uint(lv.y), __float_as_uint(lv.z), __float_as_uint(lv.w)};
+                    const int c0 = 8 * ks + t, c1 = c0 + 4;
+#pragma unroll
+                    for (int gi = 0; gi < GW; gi++) {
+                        const int tile = 8 * gi + g;
+                        const float b0 = v[p][c0][swz(tile, c0)], b1 = v[p][c1][swz(tile, c1)];
+                        const uint32_t bh0 = __float_as_uint(b0) & 0xffffe000u, bh1 = __float_as_uint(b1) & 0xffffe000u;
+                        const uint32_t bl0 = __float_as_uint(b0 - __uint_as_float(bh0));
+                        const uint32_t bl1 = __float_as_uint(b1 - __uint_as_float(bh1));
+                        mma(acc[pp][gi], al, bh0, bh1);
+                        mma(acc[pp][gi], ah, bl0, bl1);
+                        mma(acc[pp][gi], ah, bh0, bh1);
+                    }
+                }
+            __syncthreads();  // this buffer is refilled by the stage after next
         }
 #pragma unroll
-    for (int gi = 0; gi < GW; gi++)
+        for (int pp = 0; pp < kStagePoints; pp++) {
+            const int i = (p0 + pp) / 6, j = (p0 + pp) % 6;
 #pragma unroll
-        for (int el = 0; el < 2; el++)
+            for (int a = 0; a < 4; a++)
 #pragma unroll
-            for (int o = 0; o < 16; o++)
+                for (int b = 0; b < 4; b++) {
+                    const float coef = at(a, i) * at(b, j);
+                    if (coef != 0.f) {
 #pragma unroll
-                for (int sh = 4; sh < 32; sh *= 2)
-                    m[gi][el][o] = nan_min(m[gi][el][o], __shfl_xor_sync(0xffffffffu, m[gi][el][o], sh));
-    __syncthreads();  // v is read no more: its space takes the m-tiles' minima
-    float(*part)[kBlockTiles][16] = reinterpret_cast<float(*)[kBlockTiles][16]>(smem);
-    if (g == 0) {
+                        for (int gi = 0; gi < GW; gi++)
 #pragma unroll
-        for (int gi = 0; gi < GW; gi++)
-#pragma unroll
-            for (int el = 0; el < 2; el++)
-#pragma unroll
-                for (int o = 0; o < 16; o++) part[mt][8 * (tg0 + gi) + 2 * t + el][o] = m[gi][el][o];
+                            for (int e = 0; e < 4; e++) y[gi][e][4 * a + b] = fmaf(coef, acc[pp][gi][e], y[gi][e][4 * a + b]);
+                    }
+                }
+        }
     }
-    __syncthreads();
-    for (int idx = threadIdx.x; idx < kBlockTiles * 16; idx += blockDim.x) {
-        const int tile = idx / 16, o = idx % 16;
-        float r = part[0][tile][o];
-        for (int k = 1; k < kMTiles; k++) r = nan_min(r, part[k][tile][o]);
-        const int x = 4 * (kBlockTiles * bx + tile) + o % 4, yy = 4 * ty + o / 4;
-        if (x < kOW && yy < kOH) out[(size_t(n) * kOH + yy) * kOW + x] = r;
-    }
+    finish<GW>(y, 0, bias, scale, out, smem);
 }
 
 uint32_t g_state = 12345u;
@@ -228,10 +362,10 @@ float tf32_hi(float x) {  // to nearest, ties away, as cvt.rna
 }  // namespace
 
 int main(int argc, char **argv) {
-    // tc_p32_points [VARIANT]: only that variant (1-5; every one by default).
+    // tc_p32_points [VARIANT]: only that variant (1-6; every one by default).
     const int only = argc > 1 ? atoi(argv[1]) : 0;
-    if (argc > 2 || only < 0 || only > 5) {
-        fprintf(stderr, "usage: tc_p32_points [VARIANT 1-5]\n");
+    if (argc > 2 || only < 0 || only > 6) {
+        fprintf(stderr, "usage: tc_p32_points [VARIANT 1-6]\n");
         return 2;
     }
     cudaDeviceProp prop;
@@ -278,14 +412,31 @@ int main(int argc, char **argv) {
                     }
                 }
 
-    float *d_in = nullptr, *d_uf = nullptr, *d_bias = nullptr, *d_out = nullptr;
-    if (cudaMalloc(&d_in, in_count * 4) != cudaSuccess || cudaMalloc(&d_uf, uf.size() * 4) != cudaSuccess ||
+    // The same fragments in the staged kernel's order: [stage][point][m-tile][step][value, remainder]
+    // [lane][4].
+    std::vector<float> ufs(uf.size());
+    for (int p = 0; p < kPoints; p++)
+        for (int mt = 0; mt < kMTiles; mt++)
+            for (int ks = 0; ks < kSteps; ks++)
+                for (int lane = 0; lane < 32; lane++)
+                    for (int part = 0; part < 2; part++)
+                        for (int e = 0; e < 4; e++) {
+                            const int stage = (p / kStagePoints) * (kSteps / kStageSteps) + ks / kStageSteps;
+                            const size_t at_stage =
+                                ((((size_t(p % kStagePoints) * kMTiles + mt) * kStageSteps + ks % kStageSteps) * 2 + part) * 32 +
+                                 lane) * 4 + e;
+                            ufs[size_t(stage) * kUStageFloats + at_stage] =
+                                uf[(((size_t(p) * kMTiles + mt) * kSteps + ks) * 32 + lane) * 8 + 4 * part + e];
+                        }
+    float *d_in = nullptr, *d_uf = nullptr, *d_ufs = nullptr, *d_bias = nullptr, *d_out = nullptr;
+    if (cudaMalloc(&d_in, in_count * 4) != cudaSuccess || cudaMalloc(&d_uf, uf.size() * 4) != cudaSuccess || cudaMalloc(&d_ufs, ufs.size() * 4) != cudaSuccess ||
         cudaMalloc(&d_bias, kCout * 4) != cudaSuccess || cudaMalloc(&d_out, out_count * 4) != cudaSuccess) {
         fprintf(stderr, "tc_p32_points: cudaMalloc failed\n");
         return 1;
     }
     cudaMemcpy(d_in, in.data(), in_count * 4, cudaMemcpyHostToDevice);
     cudaMemcpy(d_uf, uf.data(), uf.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(d_ufs, ufs.data(), ufs.size() * 4, cudaMemcpyHostToDevice);
     cudaMemcpy(d_bias, bias.data(), kCout * 4, cudaMemcpyHostToDevice);
 
     // float64 reference at sampled pixels.
@@ -319,13 +470,15 @@ int main(int argc, char **argv) {
         const char *name;
         void (*kernel)(const float *, const float4 *, const float *, float, float *);
         int warps;
+        size_t smem;
     };
     const Variant variants[] = {
-        {"8 warps, 1 point at once", points_kernel<2, 1, false>, 8},
-        {"8 warps, 2 points at once", points_kernel<2, 2, false>, 8},
-        {"8 warps, 2 points, small products apart", points_kernel<2, 2, true>, 8},
-        {"16 warps, 1 point at once", points_kernel<1, 1, false>, 16},
-        {"16 warps, 2 points at once", points_kernel<1, 2, false>, 16},
+        {"8 warps, 1 point at once", points_kernel<2, 1, false>, 8, kVBytes},
+        {"8 warps, 2 points at once", points_kernel<2, 2, false>, 8, kVBytes},
+        {"8 warps, 2 points, small products apart", points_kernel<2, 2, true>, 8, kVBytes},
+        {"16 warps, 1 point at once", points_kernel<1, 1, false>, 16, kVBytes},
+        {"16 warps, 2 points at once", points_kernel<1, 2, false>, 16, kVBytes},
+        {"8 warps, u staged by cp.async, 2 points a stage", points_staged_kernel, 8, kStagedBytes},
     };
     bool ok = true;
     int index = 0;
@@ -334,7 +487,7 @@ int main(int argc, char **argv) {
         if (only && index != only) continue;
         auto kernel = var.kernel;
         const int warps = var.warps;
-        if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kVBytes)) != cudaSuccess) {
+        if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(var.smem)) != cudaSuccess) {
             fprintf(stderr, "%s: cudaFuncSetAttribute failed\n", var.name);
             ok = false;
             continue;
@@ -343,7 +496,8 @@ int main(int argc, char **argv) {
         cudaFuncGetAttributes(&attr, kernel);
         cudaMemset(d_out, 0xff, out_count * 4);
         auto launch = [&]() {
-            kernel<<<grid, 32 * warps, kVBytes>>>(d_in, reinterpret_cast<const float4 *>(d_uf), d_bias, scale, d_out);
+            kernel<<<grid, 32 * warps, var.smem>>>(d_in, reinterpret_cast<const float4 *>(var.smem == kVBytes ? d_uf : d_ufs),
+                                                   d_bias, scale, d_out);
         };
         launch();
         if (cudaDeviceSynchronize() != cudaSuccess) {
@@ -371,6 +525,7 @@ int main(int argc, char **argv) {
     }
     cudaFree(d_in);
     cudaFree(d_uf);
+    cudaFree(d_ufs);
     cudaFree(d_bias);
     cudaFree(d_out);
     return ok ? 0 : 1;
