@@ -69,6 +69,59 @@ __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint3
 
 __device__ __forceinline__ float nan_min(float a, float b) { return (a != a || a < b) ? a : b; }
 
+// v = BT d B of the block's 16 tiles x 64 input channels into shared memory, tiles swizzled.
+__device__ __forceinline__ void stage_v(float (*v)[kCin][kBlockTiles], const float *__restrict__ in) {
+    const int bx = blockIdx.x, ty = blockIdx.y, n = blockIdx.z;
+    for (int idx = threadIdx.x; idx < kCin * kBlockTiles; idx += blockDim.x) {
+        const int ci = idx / kBlockTiles, tile = idx % kBlockTiles;
+        const int x0 = 4 * (kBlockTiles * bx + tile), y0 = 4 * ty;
+        const float *src = in + ((size_t(n) * kCin + ci) * kH) * kW;
+        float t[6][6];
+        for (int r = 0; r < 6; r++) {
+            const int y = min(y0 + r, kH - 1);
+            float d[6];
+            for (int c = 0; c < 6; c++) d[c] = __ldg(src + size_t(y) * kW + min(x0 + c, kW - 1));
+            bt6(d, t[r]);  // along x
+        }
+        for (int j = 0; j < 6; j++) {
+            float d[6], r6[6];
+            for (int r = 0; r < 6; r++) d[r] = t[r][j];
+            bt6(d, r6);  // along y
+            for (int i = 0; i < 6; i++) v[6 * i + j][ci][swz(tile, ci)] = r6[i];
+        }
+    }
+}
+
+// One 3xTF32 step of a tile group: B (b0, b1) split as the bits with the low 13 cleared and the
+// exact remainder; the two small products into `small` (which may be `acc`), then the large one.
+__device__ __forceinline__ void step(float (&acc)[4], float (&small)[4], const uint32_t (&ah)[4], const uint32_t (&al)[4],
+                                     float b0, float b1) {
+    const uint32_t bh0 = __float_as_uint(b0) & 0xffffe000u, bh1 = __float_as_uint(b1) & 0xffffe000u;
+    const uint32_t bl0 = __float_as_uint(b0 - __uint_as_float(bh0));
+    const uint32_t bl1 = __float_as_uint(b1 - __uint_as_float(bh1));
+    mma(small, al, bh0, bh1);
+    mma(small, ah, bl0, bl1);
+    mma(acc, ah, bh0, bh1);
+}
+
+// Point (i, j)'s sums `m` folded into the running outputs: y[a][b] += AT[a][i] AT[b][j] m, the zero
+// coefficients dropped at compile time (the points' loops are unrolled).
+template <int GW>
+__device__ __forceinline__ void fold_point(float (&y)[GW][4][16], const float (&m)[GW][4], int i, int j) {
+#pragma unroll
+    for (int a = 0; a < 4; a++)
+#pragma unroll
+        for (int b = 0; b < 4; b++) {
+            const float coef = at(a, i) * at(b, j);
+            if (coef != 0.f) {
+#pragma unroll
+                for (int gi = 0; gi < GW; gi++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) y[gi][e][4 * a + b] = fmaf(coef, m[gi][e], y[gi][e][4 * a + b]);
+            }
+        }
+}
+
 // After the points: bias, scale, the tile poison, the minimum over the thread's channels, its
 // column's lanes and the block's m-tiles; the output's pixels. `y`: the thread's running outputs,
 // tg0 its first tile group.
@@ -132,38 +185,13 @@ points_kernel(const float *__restrict__ in, const float4 *__restrict__ uf, const
               float scale, float *__restrict__ out) {
     extern __shared__ float smem[];
     float(*v)[kCin][kBlockTiles] = reinterpret_cast<float(*)[kCin][kBlockTiles]>(smem);
-    const int bx = blockIdx.x, ty = blockIdx.y, n = blockIdx.z;
 
-    // v for the block's 16 tiles x 64 input channels.
-    for (int idx = threadIdx.x; idx < kCin * kBlockTiles; idx += blockDim.x) {
-        const int ci = idx / kBlockTiles, tile = idx % kBlockTiles;
-        const int x0 = 4 * (kBlockTiles * bx + tile), y0 = 4 * ty;
-        const float *src = in + ((size_t(n) * kCin + ci) * kH) * kW;
-        float t[6][6];
-        for (int r = 0; r < 6; r++) {
-            const int y = min(y0 + r, kH - 1);
-            float d[6];
-            for (int c = 0; c < 6; c++) d[c] = __ldg(src + size_t(y) * kW + min(x0 + c, kW - 1));
-            bt6(d, t[r]);  // along x
-        }
-        for (int j = 0; j < 6; j++) {
-            float d[6], r6[6];
-            for (int r = 0; r < 6; r++) d[r] = t[r][j];
-            bt6(d, r6);  // along y
-            for (int i = 0; i < 6; i++) v[6 * i + j][ci][swz(tile, ci)] = r6[i];
-        }
-    }
+    stage_v(v, in);
     __syncthreads();
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int mt = warp & 7, tg0 = GW == 2 ? 0 : warp >> 3;
-    float y[GW][4][16];
-#pragma unroll
-    for (int gi = 0; gi < GW; gi++)
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-#pragma unroll
-            for (int o = 0; o < 16; o++) y[gi][e][o] = 0.f;
+    float y[GW][4][16] = {};
 
 #pragma unroll
     for (int p0 = 0; p0 < kPoints; p0 += PP) {
@@ -187,35 +215,20 @@ points_kernel(const float *__restrict__ in, const float4 *__restrict__ uf, const
 #pragma unroll
                 for (int gi = 0; gi < GW; gi++) {
                     const int tile = 8 * (tg0 + gi) + g;
-                    const float b0 = v[p][c0][swz(tile, c0)], b1 = v[p][c1][swz(tile, c1)];
-                    // The tf32 value as the bits with the low 13 cleared; the remainder exact.
-                    const uint32_t bh0 = __float_as_uint(b0) & 0xffffe000u, bh1 = __float_as_uint(b1) & 0xffffe000u;
-                    const uint32_t bl0 = __float_as_uint(b0 - __uint_as_float(bh0));
-                    const uint32_t bl1 = __float_as_uint(b1 - __uint_as_float(bh1));
-                    float(&small)[4] = SA ? acc2[pp][gi] : acc[pp][gi];
-                    mma(small, al, bh0, bh1);
-                    mma(small, ah, bl0, bl1);
-                    mma(acc[pp][gi], ah, bh0, bh1);
+                    step(acc[pp][gi], SA ? acc2[pp][gi] : acc[pp][gi], ah, al, v[p][c0][swz(tile, c0)],
+                         v[p][c1][swz(tile, c1)]);
                 }
             }
         }
 #pragma unroll
         for (int pp = 0; pp < PP; pp++) {
             const int i = (p0 + pp) / 6, j = (p0 + pp) % 6;
+            float m[GW][4];
 #pragma unroll
-            for (int a = 0; a < 4; a++)
+            for (int gi = 0; gi < GW; gi++)
 #pragma unroll
-                for (int b = 0; b < 4; b++) {
-                    const float coef = at(a, i) * at(b, j);
-                    if (coef != 0.f) {
-#pragma unroll
-                        for (int gi = 0; gi < GW; gi++)
-#pragma unroll
-                            for (int e = 0; e < 4; e++)
-                                y[gi][e][4 * a + b] =
-                                    fmaf(coef, SA ? acc[pp][gi][e] + acc2[pp][gi][e] : acc[pp][gi][e], y[gi][e][4 * a + b]);
-                    }
-                }
+                for (int e = 0; e < 4; e++) m[gi][e] = SA ? acc[pp][gi][e] + acc2[pp][gi][e] : acc[pp][gi][e];
+            fold_point<GW>(y, m, i, j);
         }
     }
 
@@ -248,37 +261,13 @@ points_staged_kernel(const float *__restrict__ in, const float4 *__restrict__ uf
     float(*v)[kCin][kBlockTiles] = reinterpret_cast<float(*)[kCin][kBlockTiles]>(smem);
     float *ubuf = smem + kVBytes / 4;
     const float *ufs = reinterpret_cast<const float *>(ufs4);
-    const int bx = blockIdx.x, ty = blockIdx.y, n = blockIdx.z;
     stage_u(ubuf, ufs);  // in flight during v's staging
 
-    for (int idx = threadIdx.x; idx < kCin * kBlockTiles; idx += blockDim.x) {
-        const int ci = idx / kBlockTiles, tile = idx % kBlockTiles;
-        const int x0 = 4 * (kBlockTiles * bx + tile), y0 = 4 * ty;
-        const float *src = in + ((size_t(n) * kCin + ci) * kH) * kW;
-        float t[6][6];
-        for (int r = 0; r < 6; r++) {
-            const int y = min(y0 + r, kH - 1);
-            float d[6];
-            for (int c = 0; c < 6; c++) d[c] = __ldg(src + size_t(y) * kW + min(x0 + c, kW - 1));
-            bt6(d, t[r]);
-        }
-        for (int j = 0; j < 6; j++) {
-            float d[6], r6[6];
-            for (int r = 0; r < 6; r++) d[r] = t[r][j];
-            bt6(d, r6);
-            for (int i = 0; i < 6; i++) v[6 * i + j][ci][swz(tile, ci)] = r6[i];
-        }
-    }
+    stage_v(v, in);
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int mt = warp;
-    float y[GW][4][16];
-#pragma unroll
-    for (int gi = 0; gi < GW; gi++)
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-#pragma unroll
-            for (int o = 0; o < 16; o++) y[gi][e][o] = 0.f;
+    float y[GW][4][16] = {};
 
 #pragma unroll
     for (int p0 = 0; p0 < kPoints; p0 += kStagePoints) {
@@ -313,13 +302,7 @@ points_staged_kernel(const float *__restrict__ in, const float4 *__restrict__ uf
 #pragma unroll
                     for (int gi = 0; gi < GW; gi++) {
                         const int tile = 8 * gi + g;
-                        const float b0 = v[p][c0][swz(tile, c0)], b1 = v[p][c1][swz(tile, c1)];
-                        const uint32_t bh0 = __float_as_uint(b0) & 0xffffe000u, bh1 = __float_as_uint(b1) & 0xffffe000u;
-                        const uint32_t bl0 = __float_as_uint(b0 - __uint_as_float(bh0));
-                        const uint32_t bl1 = __float_as_uint(b1 - __uint_as_float(bh1));
-                        mma(acc[pp][gi], al, bh0, bh1);
-                        mma(acc[pp][gi], ah, bl0, bl1);
-                        mma(acc[pp][gi], ah, bh0, bh1);
+                        step(acc[pp][gi], acc[pp][gi], ah, al, v[p][c0][swz(tile, c0)], v[p][c1][swz(tile, c1)]);
                     }
                 }
             __syncthreads();  // this buffer is refilled by the stage after next
@@ -327,18 +310,7 @@ points_staged_kernel(const float *__restrict__ in, const float4 *__restrict__ uf
 #pragma unroll
         for (int pp = 0; pp < kStagePoints; pp++) {
             const int i = (p0 + pp) / 6, j = (p0 + pp) % 6;
-#pragma unroll
-            for (int a = 0; a < 4; a++)
-#pragma unroll
-                for (int b = 0; b < 4; b++) {
-                    const float coef = at(a, i) * at(b, j);
-                    if (coef != 0.f) {
-#pragma unroll
-                        for (int gi = 0; gi < GW; gi++)
-#pragma unroll
-                            for (int e = 0; e < 4; e++) y[gi][e][4 * a + b] = fmaf(coef, acc[pp][gi][e], y[gi][e][4 * a + b]);
-                    }
-                }
+            fold_point<GW>(y, acc[pp], i, j);
         }
     }
     finish<GW>(y, 0, bias, scale, out, smem);
