@@ -12,13 +12,16 @@ using namespace Halide;
 // weights (B) are staged first, split, into the block's shared memory by the same 128 threads.
 // Nothing may guard a step: the thread extents are the block's, and pixels past the plane are
 // computed (clamped) and not stored. Specialized on 3 input channels (p24's), where every tap
-// row's channel test folds.
-// H100, p24's shape (ncu, the GPU's clocks): 261 us, 90 registers, 5 blocks an SM, tensor pipe
-// 36%, issue 46%; the whole call 0.31-0.32 ms against 0.40-0.41 for the SIMT kernel. The
+// row's channel test folds. mins is stored with the pixel's column (g, w) innermost, so that a
+// warp's store of one element covers 4 runs of 8 columns and the softmax's loads of one channel
+// are consecutive columns (with the fragment's order, 48 words apart: 6x the L2 write sectors
+// here, 7.5x the L1 load sectors in (2)).
+// H100, p24's shape (ncu, the GPU's clocks): 253 us, 90 registers, 5 blocks an SM, tensor pipe
+// 36%, issue 46%; the whole call 0.30-0.31 ms against 0.40-0.41 for the SIMT kernel. The
 // generator turns LLVM's loop strength reduction off (p24_conv3d_min_softmax.cpp): with it each
 // tap's input offset was an induction variable, 122 registers and 4 blocks an SM. More blocks an
 // SM (the JIT capped at 80 or 64 registers) were not faster.
-// (2) out: the softmax over channels, a thread per pixel (20 us), reading mins.
+// (2) out: the softmax over channels, a thread per pixel (19 us), reading mins.
 void gpu_conv3d_min_depth_wgmma(blocks::ConvMinDepthWgmma &m, blocks::Softmax &softmax, Func out,
                                 const Target &target) {
     if (!target.has_feature(Target::CUDA)) {
@@ -33,6 +36,7 @@ void gpu_conv3d_min_depth_wgmma(blocks::ConvMinDepthWgmma &m, blocks::Softmax &s
         .bound(m.g, 0, 8)
         .bound(m.w, 0, 4)
         .reorder(m.e, m.h, m.j, m.t, m.g, m.w, m.pb, v.n)
+        .reorder_storage(m.g, m.w, m.e, m.h, m.j, m.t, m.pb, v.n)
         .unroll(m.e)
         .unroll(m.h)
         .unroll(m.j)
