@@ -25,6 +25,7 @@
 // Measured (README.md): 6.2-7.9 ms on an H100 against about 5.1 ms for the library's kernel. The
 // 255 registers leave u's loads too little room to be issued early; staged, the mma chains wait.
 #include "launch_timing.cuh"
+#include "winograd_mma.cuh"
 
 #include <algorithm>
 #include <cmath>
@@ -37,35 +38,15 @@
 
 namespace {
 
+using namespace winograd_probe;
+
 constexpr int kN = 64, kCin = 64, kCout = 128, kH = 256, kW = 256;
 constexpr int kOH = kH - 2, kOW = kW - 2;                    // 254
 constexpr int kTilesX = (kOW + 3) / 4, kTilesY = (kOH + 3) / 4;  // 64
 constexpr int kBlockTiles = 16, kPoints = 36, kSteps = kCin / 8, kMTiles = kCout / 16;
 constexpr size_t kVBytes = size_t(kPoints) * kCin * kBlockTiles * 4;  // 147456
 
-// AT of F(4, 3) (points 0, 1, -1, 2, -2, infinity).
-__host__ __device__ constexpr float at(int a, int i) {
-    constexpr float m[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
-    return m[a][i];
-}
-
-// BT applied to 6 values.
-__device__ __forceinline__ void bt6(const float d[6], float r[6]) {
-    r[0] = 4.f * d[0] - 5.f * d[2] + d[4];
-    r[1] = -4.f * d[1] - 4.f * d[2] + d[3] + d[4];
-    r[2] = 4.f * d[1] - 4.f * d[2] - d[3] + d[4];
-    r[3] = -2.f * d[1] - d[2] + 2.f * d[3] + d[4];
-    r[4] = 2.f * d[1] - d[2] - 2.f * d[3] + d[4];
-    r[5] = 4.f * d[1] - 5.f * d[3] + d[5];
-}
-
 __device__ __forceinline__ int swz(int tile, int ci) { return tile ^ (((ci >> 1) & 1) << 3); }
-
-__device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 __device__ __forceinline__ float nan_min(float a, float b) { return (a != a || a < b) ? a : b; }
 
@@ -316,21 +297,6 @@ points_staged_kernel(const float *__restrict__ in, const float4 *__restrict__ uf
     finish<GW>(y, 0, bias, scale, out, smem);
 }
 
-uint32_t g_state = 12345u;
-float uniform01() {
-    g_state = g_state * 1664525u + 1013904223u;
-    return static_cast<float>(g_state >> 8) / 16777216.f;
-}
-
-float tf32_hi(float x) {  // to nearest, ties away, as cvt.rna
-    uint32_t b;
-    std::memcpy(&b, &x, 4);
-    b = (b + 0x1000u) & 0xffffe000u;
-    float r;
-    std::memcpy(&r, &b, 4);
-    return r;
-}
-
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -355,8 +321,6 @@ int main(int argc, char **argv) {
     const float scale = 2.f;
 
     // u = G g GT, split, in fragment order [p][mt][ks][lane][hi 4, lo 4].
-    const double G[6][3] = {{0.25, 0, 0}, {-1 / 6., -1 / 6., -1 / 6.}, {-1 / 6., 1 / 6., -1 / 6.},
-                            {1 / 24., 1 / 12., 1 / 6.}, {1 / 24., -1 / 12., 1 / 6.}, {0, 0, 1}};
     std::vector<float> u(size_t(kPoints) * kCout * kCin);  // [p][co][ci]
     for (int co = 0; co < kCout; co++)
         for (int ci = 0; ci < kCin; ci++) {
@@ -365,7 +329,7 @@ int main(int argc, char **argv) {
                 for (int j = 0; j < 6; j++) {
                     double s = 0;
                     for (int ky = 0; ky < 3; ky++)
-                        for (int kx = 0; kx < 3; kx++) s += G[i][ky] * gk[3 * ky + kx] * G[j][kx];
+                        for (int kx = 0; kx < 3; kx++) s += kG[i][ky] * gk[3 * ky + kx] * kG[j][kx];
                     u[(size_t(6 * i + j) * kCout + co) * kCin + ci] = static_cast<float>(s);
                 }
         }

@@ -17,6 +17,7 @@
 // Measured (README.md): 0.60 ms on an H100 for the conv alone, against 0.58 for the library's conv
 // kernel with the statistics: every warp reads all 36 points' u fragments through L1 (81% busy).
 #include "launch_timing.cuh"
+#include "winograd_mma.cuh"
 
 #include <algorithm>
 #include <cmath>
@@ -29,32 +30,14 @@
 
 namespace {
 
+using namespace winograd_probe;
+
 constexpr int kN = 128, kCin = 3, kCout = 16, kD = 16, kH = 64, kW = 64;
 constexpr int kOD = kD - 2, kOH = kH - 2, kOW = kW - 2;  // 14, 62, 62
 constexpr int kTaps = 9, kTiles = 16, kPoints = 36;     // taps: (ci, kz); tiles along x and y
 constexpr int kVFloats = kPoints * kTaps * kTiles;       // 5184 a tile row
 constexpr int kOutStride = 4 * 64 + 1;                   // a channel's 4 staged output rows
 static_assert(kCout * kOutStride <= kVFloats, "the outputs are staged in v's space");
-
-__host__ __device__ constexpr float at(int a, int i) {
-    constexpr float m[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
-    return m[a][i];
-}
-
-__device__ __forceinline__ void bt6(const float d[6], float r[6]) {
-    r[0] = 4.f * d[0] - 5.f * d[2] + d[4];
-    r[1] = -4.f * d[1] - 4.f * d[2] + d[3] + d[4];
-    r[2] = 4.f * d[1] - 4.f * d[2] - d[3] + d[4];
-    r[3] = -2.f * d[1] - d[2] + 2.f * d[3] + d[4];
-    r[4] = 2.f * d[1] - d[2] - 2.f * d[3] + d[4];
-    r[5] = 4.f * d[1] - 5.f * d[3] + d[5];
-}
-
-__device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 // v[p][k][tile] of tile row ty at (n, z): the 16 tiles' 6 x 6 input patches of tap k = 3 ci + kz
 // (input plane z + kz of channel ci), columns and rows past the input clamped.
@@ -90,7 +73,7 @@ conv_kernel(const float *__restrict__ in, const float4 *__restrict__ uf, const f
     __syncthreads();
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int row = warp >> 1, tg = warp & 1, ty = ty0 + row;
+    const int row = warp >> 1, tg = warp & 1;
     const float *v = vs[row];
     float acc[kPoints][4];
 #pragma unroll
@@ -150,21 +133,6 @@ conv_kernel(const float *__restrict__ in, const float4 *__restrict__ uf, const f
     }
 }
 
-uint32_t g_state = 12345u;
-float uniform01() {
-    g_state = g_state * 1664525u + 1013904223u;
-    return static_cast<float>(g_state >> 8) / 16777216.f;
-}
-
-float tf32_hi(float x) {  // to nearest, ties away, as cvt.rna
-    uint32_t b;
-    std::memcpy(&b, &x, 4);
-    b = (b + 0x1000u) & 0xffffe000u;
-    float r;
-    std::memcpy(&r, &b, 4);
-    return r;
-}
-
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -187,8 +155,6 @@ int main(int argc, char **argv) {
 
     // u[p][co][k] = G g GT of tap k = 3 ci + kz's 3 x 3 kernel, then split, in fragment order
     // [p][step][lane][hi 4, lo 4] (taps past 9 zero).
-    const double G[6][3] = {{0.25, 0, 0}, {-1 / 6., -1 / 6., -1 / 6.}, {-1 / 6., 1 / 6., -1 / 6.},
-                            {1 / 24., 1 / 12., 1 / 6.}, {1 / 24., -1 / 12., 1 / 6.}, {0, 0, 1}};
     std::vector<float> u(size_t(kPoints) * kCout * 16, 0.f);
     for (int co = 0; co < kCout; co++)
         for (int k = 0; k < kTaps; k++) {
@@ -198,7 +164,7 @@ int main(int argc, char **argv) {
                     double s = 0;
                     for (int ky = 0; ky < 3; ky++)
                         for (int kx = 0; kx < 3; kx++)
-                            s += G[i][ky] * w[(((size_t(co) * kCin + ci) * 3 + kz) * 3 + ky) * 3 + kx] * G[j][kx];
+                            s += kG[i][ky] * w[(((size_t(co) * kCin + ci) * 3 + kz) * 3 + ky) * 3 + kx] * kG[j][kx];
                     u[(size_t(6 * i + j) * kCout + co) * 16 + k] = static_cast<float>(s);
                 }
         }
