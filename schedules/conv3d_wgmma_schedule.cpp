@@ -12,10 +12,9 @@ using namespace Halide;
 // weights (B) are staged first, split, into the block's shared memory by the same 128 threads.
 // Nothing may guard a step: the thread extents are the block's, and pixels past the plane are
 // computed (clamped) and not stored. Specialized on 3 input channels (p24's), where every tap
-// row's channel test folds. mins is stored with the pixel's column (g, w) innermost, so that a
-// warp's store of one element covers 4 runs of 8 columns and the softmax's loads of one channel
-// are consecutive columns (with the fragment's order, 48 words apart: 6x the L2 write sectors
-// here, 7.5x the L1 load sectors in (2)).
+// row's channel test folds. mins is stored with the pixel's column (g, w) innermost: a warp's
+// store of one element is then 4 runs of 8 columns, and the softmax's load of one channel 32
+// consecutive columns (the fragment's order put them 48 words apart).
 // H100, p24's shape (ncu, the GPU's clocks): 253 us, 90 registers, 5 blocks an SM, tensor pipe
 // 36%, issue 46%; the whole call 0.30-0.31 ms against 0.40-0.41 for the SIMT kernel. The
 // generator turns LLVM's loop strength reduction off (p24_conv3d_min_softmax.cpp): with it each
