@@ -32,7 +32,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <vector>
 #include <cuda_runtime.h>
 
@@ -71,18 +70,6 @@ __device__ __forceinline__ void stage_v(float (*v)[kCin][kBlockTiles], const flo
             for (int i = 0; i < 6; i++) v[6 * i + j][ci][swz(tile, ci)] = r6[i];
         }
     }
-}
-
-// One 3xTF32 step of a tile group: B (b0, b1) split as the bits with the low 13 cleared and the
-// exact remainder; the two small products into `small` (which may be `acc`), then the large one.
-__device__ __forceinline__ void step(float (&acc)[4], float (&small)[4], const uint32_t (&ah)[4], const uint32_t (&al)[4],
-                                     float b0, float b1) {
-    const uint32_t bh0 = __float_as_uint(b0) & 0xffffe000u, bh1 = __float_as_uint(b1) & 0xffffe000u;
-    const uint32_t bl0 = __float_as_uint(b0 - __uint_as_float(bh0));
-    const uint32_t bl1 = __float_as_uint(b1 - __uint_as_float(bh1));
-    mma(small, al, bh0, bh1);
-    mma(small, ah, bl0, bl1);
-    mma(acc, ah, bh0, bh1);
 }
 
 // Point (i, j)'s sums `m` folded into the running outputs: y[a][b] += AT[a][i] AT[b][j] m, the zero
@@ -191,8 +178,7 @@ points_kernel(const float *__restrict__ in, const float4 *__restrict__ uf, const
                 const int p = p0 + pp;
                 const float4 *up = uf + ((size_t(p * kMTiles + mt) * kSteps + ks) * 32 + lane) * 2;
                 const float4 h = __ldg(up), l = __ldg(up + 1);
-                const uint32_t ah[4] = {__float_as_uint(h.x), __float_as_uint(h.y), __float_as_uint(h.z), __float_as_uint(h.w)};
-                const uint32_t al[4] = {__float_as_uint(l.x), __float_as_uint(l.y), __float_as_uint(l.z), __float_as_uint(l.w)};
+                const Fragment ah = fragment(h), al = fragment(l);
 #pragma unroll
                 for (int gi = 0; gi < GW; gi++) {
                     const int tile = 8 * (tg0 + gi) + g;
@@ -277,8 +263,7 @@ points_staged_kernel(const float *__restrict__ in, const float4 *__restrict__ uf
                     const int p = p0 + pp, ks = k0 + kk;
                     const float4 *uq = ub + ((pp * kMTiles + mt) * kStageSteps + kk) * 2 * 32;
                     const float4 hv = uq[lane], lv = uq[32 + lane];
-                    const uint32_t ah[4] = {__float_as_uint(hv.x), __float_as_uint(hv.y), __float_as_uint(hv.z), __float_as_uint(hv.w)};
-                    const uint32_t al[4] = {__float_as_uint(lv.x), __float_as_uint(lv.y), __float_as_uint(lv.z), __float_as_uint(lv.w)};
+                    const Fragment ah = fragment(hv), al = fragment(lv);
                     const int c0 = 8 * ks + t, c1 = c0 + 4;
 #pragma unroll
                     for (int gi = 0; gi < GW; gi++) {

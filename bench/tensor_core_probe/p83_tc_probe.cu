@@ -24,7 +24,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <vector>
 #include <cuda_runtime.h>
 
@@ -84,17 +83,9 @@ conv_kernel(const float *__restrict__ in, const float4 *__restrict__ uf, const f
         for (int ks = 0; ks < 2; ks++) {
             const float4 *up = uf + ((p * 2 + ks) * 32 + lane) * 2;
             const float4 h = __ldg(up), l = __ldg(up + 1);
-            const uint32_t ah[4] = {__float_as_uint(h.x), __float_as_uint(h.y), __float_as_uint(h.z), __float_as_uint(h.w)};
-            const uint32_t al[4] = {__float_as_uint(l.x), __float_as_uint(l.y), __float_as_uint(l.z), __float_as_uint(l.w)};
             const int k0 = 8 * ks + t, k1 = k0 + 4, tile = 8 * tg + g;
-            const float b0 = k0 < kTaps ? v[(p * kTaps + k0) * kTiles + tile] : 0.f;
-            const float b1 = k1 < kTaps ? v[(p * kTaps + k1) * kTiles + tile] : 0.f;
-            const uint32_t bh0 = __float_as_uint(b0) & 0xffffe000u, bh1 = __float_as_uint(b1) & 0xffffe000u;
-            const uint32_t bl0 = __float_as_uint(b0 - __uint_as_float(bh0));
-            const uint32_t bl1 = __float_as_uint(b1 - __uint_as_float(bh1));
-            mma(acc[p], al, bh0, bh1);
-            mma(acc[p], ah, bl0, bl1);
-            mma(acc[p], ah, bh0, bh1);
+            step(acc[p], acc[p], fragment(h), fragment(l), k0 < kTaps ? v[(p * kTaps + k0) * kTiles + tile] : 0.f,
+                 k1 < kTaps ? v[(p * kTaps + k1) * kTiles + tile] : 0.f);
         }
     }
     // Element e: channel g + 8 (e / 2), tile 8 tg + 2 t + e % 2. The output transform of each,

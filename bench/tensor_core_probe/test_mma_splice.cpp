@@ -76,18 +76,29 @@ int count(const std::string &s, const std::string &what) {
     return n;
 }
 
-// Writes `ptx` to the test's temporary `file` and expects ptxas to assemble it for `arch`; returns
-// the path, or "" (and assembles nothing) when the CUDA toolkit's ptxas is not there.
-std::string assemble(const std::string &ptx, const std::string &arch, const std::string &file) {
+// Writes `ptx` to the test's temporary `file` and expects `ptxas -v` to assemble it for `arch`;
+// returns the registers it reports for each entry ("Used N registers"), none (and assembles
+// nothing) when the CUDA toolkit's ptxas is not there.
+std::vector<int> assemble(const std::string &ptx, const std::string &arch, const std::string &file) {
+    std::vector<int> used;
     const std::string ptxas = TC_PTXAS;
     if (ptxas.empty()) {
         printf("ptxas not found: the spliced module is not assembled\n");
-        return "";
+        return used;
     }
     const std::string path = testing::TempDir() + file;
     std::ofstream(path) << ptx;
-    EXPECT_EQ(std::system((ptxas + " -arch=" + arch + " " + path + " -o /dev/null").c_str()), 0) << path;
-    return path;
+    FILE *p = popen((ptxas + " -v -arch=" + arch + " " + path + " -o /dev/null 2>&1").c_str(), "r");
+    EXPECT_NE(p, nullptr) << path;
+    if (!p) return used;
+    char line[512];
+    while (std::fgets(line, sizeof line, p)) {
+        const char *at = std::strstr(line, "Used ");
+        int n = 0;
+        if (at && std::strstr(line, " registers") && std::sscanf(at, "Used %d registers", &n) == 1) used.push_back(n);
+    }
+    EXPECT_EQ(pclose(p), 0) << path;
+    return used;
 }
 
 TEST(MmaSplice, GroupOfFourBecomesThreeMma) {
@@ -202,22 +213,6 @@ std::string probe_ptx(const char *stmt_path) {
     return s.substr(begin, end + 21 - begin);
 }
 
-// The registers ptxas -v reports for each entry of the module at `path` ("Used N registers").
-std::vector<int> ptxas_registers(const std::string &arch, const std::string &path) {
-    const std::string ptxas = TC_PTXAS;
-    std::vector<int> used;
-    FILE *p = popen((ptxas + " -v -arch=" + arch + " " + path + " -o /dev/null 2>&1").c_str(), "r");
-    if (!p) return used;
-    char line[512];
-    while (std::fgets(line, sizeof line, p)) {
-        const char *at = std::strstr(line, "Used ");
-        int n = 0;
-        if (at && std::strstr(line, " registers") && std::sscanf(at, "Used %d registers", &n) == 1) used.push_back(n);
-    }
-    pclose(p);
-    return used;
-}
-
 // `steps`: the mma steps of one pass of the loop (points x blocks a warp); `instruction` the
 // mma each step becomes three of, `arch` the target ptxas assembles the spliced module for;
 // `max_registers` (0: none) a bound on each entry's registers as ptxas allocates them.
@@ -227,11 +222,10 @@ void check_probe(const char *stmt_path, int steps, const std::string &instructio
     const std::string out = splice_mma(probe_ptx(stmt_path), &groups);
     EXPECT_EQ(groups, steps);
     EXPECT_EQ(count(out, instruction), 3 * steps);
-    const std::string path = assemble(out, arch, "tc_probe_spliced.ptx");
-    if (path.empty() || max_registers == 0) return;
-    const std::vector<int> used = ptxas_registers(arch, path);
-    EXPECT_FALSE(used.empty()) << "ptxas -v reported no register counts for " << path;
-    for (int n : used) EXPECT_LE(n, max_registers) << path;
+    const std::vector<int> used = assemble(out, arch, "tc_probe_spliced.ptx");
+    if (max_registers == 0 || std::string(TC_PTXAS).empty()) return;
+    EXPECT_FALSE(used.empty()) << "ptxas -v reported no register counts for tc_probe_spliced.ptx";
+    for (int n : used) EXPECT_LE(n, max_registers) << "tc_probe_spliced.ptx";
 }
 
 TEST(MmaSplice, ProbePresplit) { check_probe(TC_PROBE_PRESPLIT_STMT, 36); }

@@ -1,5 +1,5 @@
 // What the Winograd probes on mma.sync share (tc_p32_points, tc_p83): F(4x4, 3x3)'s transforms,
-// one tf32 mma step, the host's split of an operand into tf32 value and remainder, and their
+// one tf32 mma and one 3xTF32 step, the host's split of an operand into tf32 value and remainder, and their
 // inputs' random numbers.
 #pragma once
 
@@ -34,6 +34,27 @@ __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint3
     asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// A's fragment (4 floats of tf32 values or remainders) as mma's operand bits.
+struct Fragment {
+    uint32_t r[4];
+};
+__device__ __forceinline__ Fragment fragment(float4 f) {
+    return {{__float_as_uint(f.x), __float_as_uint(f.y), __float_as_uint(f.z), __float_as_uint(f.w)}};
+}
+
+// One 3xTF32 step: A split ahead (ah values, al remainders), B (b0, b1) split here as its bits
+// with the low 13 cleared and the exact remainder; the two small products into `small` (which
+// may be `acc`), then the large one.
+__device__ __forceinline__ void step(float (&acc)[4], float (&small)[4], const Fragment &ah, const Fragment &al,
+                                     float b0, float b1) {
+    const uint32_t bh0 = __float_as_uint(b0) & 0xffffe000u, bh1 = __float_as_uint(b1) & 0xffffe000u;
+    const uint32_t bl0 = __float_as_uint(b0 - __uint_as_float(bh0));
+    const uint32_t bl1 = __float_as_uint(b1 - __uint_as_float(bh1));
+    mma(small, al.r, bh0, bh1);
+    mma(small, ah.r, bl0, bl1);
+    mma(acc, ah.r, bh0, bh1);
 }
 
 // x rounded to tf32 (to nearest, ties away, as cvt.rna), as a float; x minus it is exact.
