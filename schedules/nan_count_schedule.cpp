@@ -8,15 +8,16 @@ using namespace Halide;
 // 16 rows of one column (rfactor), which one kernel computes in registers,
 // a thread per (column, 16 rows, sample), neighbouring threads on
 // neighbouring x (coalesced rows), each adding its partial sum into the
-// sample's count with one atomic add (about 20 us per p25 call, H200;
-// schedules/NOTES.md). CPU: per sample, the columns vectorized over x.
-void schedule_count_nan(Func count, const RDom &r, Func output, const Target &target) {
-    Var x("x"), n = output.args()[0], xo("xo"), xi("xi"), yo("yo");
+// sample's count with one atomic add; a first kernel zeroes the counts
+// (about 20 us per p25 call on an H200; schedules/NOTES.md). CPU: per
+// sample, the columns vectorized over x.
+void schedule_count_nan(Func count, const RDom &r, const Target &target) {
+    Var x("x"), n = count.args()[0], xo("xo"), xi("xi"), yo("yo");
     if (target.has_gpu_feature()) {
         RVar ryo("ryo"), ryi("ryi"), rxo("rxo"), rxi("rxi");
         count.update().split(r.y, ryo, ryi, 16, TailStrategy::GuardWithIf);
         Func part = count.update().rfactor({{r.x, x}, {ryo, yo}});
-        count.compute_root().gpu_tile(n, xo, xi, 32, TailStrategy::GuardWithIf);
+        count.gpu_tile(n, xo, xi, 32, TailStrategy::GuardWithIf);
         count.update()
             .atomic()
             .split(r.x, rxo, rxi, 64, TailStrategy::GuardWithIf)
@@ -24,12 +25,10 @@ void schedule_count_nan(Func count, const RDom &r, Func output, const Target &ta
             .gpu_blocks(rxo, ryo, n)
             .gpu_threads(rxi);
         part.compute_at(count, rxi);
-        output.compute_root().gpu_tile(n, xo, xi, 32, TailStrategy::GuardWithIf);
     } else {
         Func cols = count.update().rfactor(r.x, x);
-        output.compute_root().parallel(n);
-        count.compute_at(output, n);
-        cols.compute_at(output, n).reorder(x, n).vectorize(x, 8, TailStrategy::GuardWithIf);
+        count.update().parallel(n);
+        cols.compute_at(count, n).reorder(x, n).vectorize(x, 8, TailStrategy::GuardWithIf);
         cols.update().reorder(x, r.y, r.z).vectorize(x, 8, TailStrategy::GuardWithIf);
     }
 }

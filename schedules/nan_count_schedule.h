@@ -5,8 +5,7 @@
 
 namespace fusedconv::schedules {
 
-// count(n) = 0; count(n) += nan(r.x, r.y, r.z, n); output(n) = count(n).
-void schedule_count_nan(Halide::Func count, const Halide::RDom &r, Halide::Func output,
-                        const Halide::Target &target);
+// count(n) = 0; count(n) += nan(r.x, r.y, r.z, n), count being the output.
+void schedule_count_nan(Halide::Func count, const Halide::RDom &r, const Halide::Target &target);
 
 }  // namespace fusedconv::schedules
