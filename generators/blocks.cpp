@@ -116,7 +116,11 @@ Softmax softmax_over_channels(Func f4, Expr channels, const std::string &name) {
     s.exp_c(v.x, v.y, v.c, v.n) = exp(f4(v.x, v.y, v.c, v.n) - s.max_c(v.x, v.y, v.n));
     s.sum_c(v.x, v.y, v.n) = 0.0f;
     s.sum_c(v.x, v.y, v.n) += s.exp_c(v.x, v.y, s.r_sum, v.n);
-    s.out(v.x, v.y, v.c, v.n) = s.exp_c(v.x, v.y, v.c, v.n) / s.sum_c(v.x, v.y, v.n);
+    // One reciprocal a pixel and a product an element (within 1.5 ulp of the quotient; the sum
+    // is in [1, channels] wherever it is finite). strict_float keeps LLVM's reassociation from
+    // folding the product back into a division an element.
+    s.out(v.x, v.y, v.c, v.n) =
+        strict_float(s.exp_c(v.x, v.y, v.c, v.n) * (1.0f / s.sum_c(v.x, v.y, v.n)));
     return s;
 }
 
