@@ -28,8 +28,7 @@ ConvMinDepthWgmma conv3d_min_depth_wgmma(Func input, Func weight, Func bias, Exp
                         weight(min(m.e, 2), row % 3, (row / 3) % 3, clamp(ci, 0, cin - 1),
                                clamp(m.co, 0, cout - 1)),
                         0.0f);
-        Expr hi = round_to_tf32(x);
-        m.bw(m.e, m.co, m.kc, m.part, m.s) = select(m.part == 0, hi, round_to_tf32(x - hi));
+        m.bw(m.e, m.co, m.kc, m.part, m.s) = tf32_split_part(x, m.part == 0);
     }
 
     // A: a block is 32 columns of a pair of image rows: wgmma row 16 w + 8 h + g is pixel

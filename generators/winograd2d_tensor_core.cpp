@@ -18,6 +18,11 @@ Expr round_to_tf32(const Expr &x) {
     return reinterpret<float>(select(special, b, (b + u32(0x1000u)) & u32(0xffffe000u)));
 }
 
+Expr tf32_split_part(const Expr &x, const Expr &value) {
+    Expr hi = round_to_tf32(x);
+    return select(value, hi, round_to_tf32(x - hi));
+}
+
 ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weight, Func bias,
                                                           Expr kw, Expr kh, Expr cin, Expr cout,
                                                           Expr in_w, Expr in_h, TensorCoreShape shape,
@@ -66,8 +71,7 @@ ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weigh
         if (shape.split_u_at_steps) {
             w.uf(w.q, w.lane, w.h, w.ks, w.p, w.rd) = x;
         } else {
-            Expr hi = round_to_tf32(x);
-            w.uf(w.q, w.lane, w.h, w.ks, w.p, w.rd) = select(w.h == 0, hi, round_to_tf32(x - hi));
+            w.uf(w.q, w.lane, w.h, w.ks, w.p, w.rd) = tf32_split_part(x, w.h == 0);
         }
     }
     w.uw(w.q, w.lane, w.h, w.ks, w.p, w.rd) = w.uf(w.q, w.lane, w.h, w.ks, w.p, w.rd);

@@ -114,4 +114,8 @@ ConvMinWinogradTensorCore conv2d_min_winograd_tensor_core(Func input, Func weigh
 // x rounded to tf32 as cvt.rna.tf32.f32 does (to nearest, ties away from zero), as a float32.
 Expr round_to_tf32(const Expr &x);
 
+// One part of x's 3xTF32 split: where `value` holds, x rounded to tf32; elsewhere the remainder
+// x minus that, rounded to tf32 too (the operands' layouts keep the two parts apart).
+Expr tf32_split_part(const Expr &x, const Expr &value);
+
 }  // namespace fusedconv::blocks
