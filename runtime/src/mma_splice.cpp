@@ -179,7 +179,11 @@ std::string wgmma_replacement(const CallSite &first, const std::vector<std::stri
     }
     // Descriptors: start address >> 4 (14 bits), leading-dimension offset (between the k-cores)
     // >> 4 at bit 16, stride-dimension offset (between the n-cores) >> 4 at bit 32, no swizzle.
-    constexpr uint64_t kLeading = 384, kStride = 128, kRemainders = 768;
+    // A core matrix is 8 rows of 16 bytes; n = 24 channels are 3 n-cores, so a k-core of all of
+    // them is 384 bytes, and a step's values (two k-cores) 768 (generators/conv3d_wgmma.h stores
+    // B so: kWgmmaStepBytes).
+    constexpr uint64_t kN = 24, kCoreBytes = 8 * 16;
+    constexpr uint64_t kStride = kCoreBytes, kLeading = kN / 8 * kCoreBytes, kRemainders = 2 * kLeading;
     const std::string fields = std::to_string(((kLeading >> 4) << 16) | ((kStride >> 4) << 32));
     t += "\tmov.b32 %twb, " + a[16] + ";\n";
     for (int d = 0; d < 2; d++) {
