@@ -1,7 +1,9 @@
 // splice_mma (runtime/src/mma_splice.h) on call sites written as LLVM's NVPTX backend writes them,
 // and on the PTX Halide 14 writes for the probe's kernels and the library's tensor-core kernel
-// (checked by ptxas when the CUDA toolkit is there).
+// (checked by ptxas when the CUDA toolkit is there); and the shape variants' PTX specialization
+// (runtime/src/ptx_specialize.h) on hand-written entries and on p24's spliced module.
 #include "mma_splice.h"
+#include "ptx_specialize.h"
 
 #include <gtest/gtest.h>
 
@@ -10,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -17,6 +20,8 @@
 
 namespace {
 
+using fusedconv::cuda::entry_parameter_types;
+using fusedconv::cuda::specialize_entry;
 using fusedconv::cuda::splice_mma;
 
 // One placeholder call as the NVPTX backend emits it: operands stored to params, the anchor
@@ -241,6 +246,85 @@ TEST(MmaSplice, LibraryP25TensorCore) { check_probe(P25_TC_CUDA_STMT, 9 * 2 * 2)
 // variable held across the depth loop (106 registers, 58 without; schedules/NOTES.md).
 TEST(MmaSplice, LibraryP24Wgmma) {
     check_probe(P24_WG_CUDA_STMT, 2 * 14, "wgmma.mma_async.sync.aligned.m64n24k8", "sm_90a", 88);
+}
+
+// An entry as LLVM's NVPTX backend writes one: a pointer, two 32-bit integers, a float.
+const char *kTwoInts = R"(.visible .entry k(
+	.param .u64 k_param_0,
+	.param .u32 k_param_1,
+	.param .s32 k_param_2,
+	.param .f32 k_param_3
+)
+{
+	.reg .b32 	%r<4>;
+	ld.param.u32 	%r1, [k_param_1];
+	ld.param.s32 	%r2, [k_param_2];
+	{ // a scoped block
+	add.s32 	%r3, %r1, %r2;
+	}
+	ret;
+}
+.visible .entry k2(
+	.param .u32 k2_param_0
+)
+{
+	ld.param.u32 	%r1, [k2_param_0];
+	ret;
+}
+)";
+
+TEST(PtxSpecialize, ReadsTheParameterTypes) {
+    EXPECT_EQ(entry_parameter_types(kTwoInts, "k"), (std::vector<std::string>{".u64", ".u32", ".s32", ".f32"}));
+    EXPECT_EQ(entry_parameter_types(kTwoInts, "k2"), (std::vector<std::string>{".u32"}));
+    EXPECT_THROW(entry_parameter_types(kTwoInts, "k3"), std::runtime_error);
+}
+
+TEST(PtxSpecialize, LoadsOfTheGivenIntegersBecomeMoves) {
+    const std::string out = specialize_entry(kTwoInts, "k", {std::nullopt, 62u, static_cast<uint32_t>(-3)});
+    EXPECT_NE(out.find("mov.b32 \t%r1, 0x0000003E;"), std::string::npos) << out;
+    EXPECT_NE(out.find("mov.b32 \t%r2, 0xFFFFFFFD;"), std::string::npos) << out;
+    EXPECT_EQ(out.find("[k_param_1]"), std::string::npos);
+    // The other entry's load, the scoped block and the rest stay as they were.
+    EXPECT_NE(out.find("ld.param.u32 \t%r1, [k2_param_0];"), std::string::npos);
+    EXPECT_EQ(count(out, "{"), count(kTwoInts, "{"));
+    // Nothing given: the module as it was.
+    EXPECT_EQ(specialize_entry(kTwoInts, "k", {}), kTwoInts);
+}
+
+TEST(PtxSpecialize, RefusesWhatItCannotSpecialize) {
+    // Not a 32-bit integer.
+    EXPECT_THROW(specialize_entry(kTwoInts, "k", {std::nullopt, std::nullopt, std::nullopt, 1u}), std::runtime_error);
+    EXPECT_THROW(specialize_entry(kTwoInts, "k", {1u}), std::runtime_error);
+    // More values than parameters; an entry that is not there.
+    EXPECT_THROW(specialize_entry(kTwoInts, "k2", {1u, 2u}), std::runtime_error);
+    EXPECT_THROW(specialize_entry(kTwoInts, "k3", {1u}), std::runtime_error);
+    // A parameter used otherwise than loaded whole.
+    std::string other = kTwoInts;
+    other.replace(other.find("[k_param_2]"), 11, "[k_param_2+0]");
+    EXPECT_THROW(specialize_entry(other, "k", {std::nullopt, std::nullopt, 5u}), std::runtime_error);
+}
+
+// Every kernel of p24's spliced module with its integer parameters as constants: no parameter
+// load left, and ptxas assembles it for sm_90a.
+TEST(PtxSpecialize, P24WgmmaModuleAssembles) {
+    std::string ptx = splice_mma(probe_ptx(P24_WG_CUDA_STMT));
+    std::vector<std::string> entries;
+    for (size_t at = ptx.find(".entry "); at != std::string::npos; at = ptx.find(".entry ", at + 1)) {
+        entries.push_back(ptx.substr(at + 7, ptx.find('(', at) - at - 7));
+    }
+    ASSERT_GE(entries.size(), 3u);
+    for (const std::string &entry : entries) {
+        const std::vector<std::string> types = entry_parameter_types(ptx, entry);
+        std::vector<std::optional<uint32_t>> values(types.size());
+        for (size_t k = 0; k < types.size(); k++) {
+            if (fusedconv::cuda::is_int32_parameter(types[k])) values[k] = static_cast<uint32_t>(k + 1);
+        }
+        ptx = specialize_entry(ptx, entry, values);
+        for (size_t k = 0; k < types.size(); k++) {
+            if (values[k]) EXPECT_EQ(ptx.find("[" + entry + "_param_" + std::to_string(k) + "]"), std::string::npos);
+        }
+    }
+    assemble(ptx, "sm_90a", "tc_p24_variant.ptx");
 }
 
 }  // namespace

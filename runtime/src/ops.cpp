@@ -8,6 +8,7 @@
 #include "model_util.h"
 #include "nan_check.h"
 #include "ops_detail.h"
+#include "shape_variants.h"
 #include "tensor_access.h"
 
 #include "p24_cpu.h"
@@ -255,8 +256,14 @@ void p24_run(const char *who, const Tensor &input, const Tensor &weight, const T
             wgmma_form_applies(input, weight, kWgmmaMaxInChannels, kWgmmaMaxOutChannels, kWgmmaMinOutHeight) &&
             cuda::capture_status() == cuda::Capture::None) {
             auto run = [&](bool wgmma, halide_buffer_t *in, halide_buffer_t *o) {
-                auto fn = wgmma ? fusedconv_p24_wg_cuda : fusedconv_p24_cuda;
-                check_halide(fn(in, weight.raw(), bias.raw(), o), what);
+                if (!wgmma) {
+                    check_halide(fusedconv_p24_cuda(in, weight.raw(), bias.raw(), o), what);
+                    return;
+                }
+                // The wgmma kernel compiled for this shape: its tap rows at constant offsets
+                // (H100: the call 0.276-0.278 ms against 0.295-0.298; shape_variants.h).
+                cuda::ShapeVariantScope variants;
+                check_halide(fusedconv_p24_wg_cuda(in, weight.raw(), bias.raw(), o), what);
             };
             // The softmax over channels makes every channel of a pixel NaN where one is (its
             // maximum or its sum NaN), so channel 0 shows every NaN pixel.

@@ -1,6 +1,7 @@
 #include "tensor_core_hooks.h"
 
 #include "mma_splice.h"
+#include "shape_variants.h"
 
 #include "HalideRuntime.h"
 
@@ -20,6 +21,8 @@ using LoadDataEx = int (*)(void **, const void *, unsigned, int *, void **);
 using LaunchKernel = int (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, void *, void **, void **);
 using FuncSetAttribute = int (*)(void *, int, int);
+using GetFunction = int (*)(void **, void *, const char *);
+using Unload = int (*)(void *);
 constexpr int kInvalidPtx = 218;                 // CUDA_ERROR_INVALID_PTX
 constexpr int kJitErrorLogBuffer = 5;            // CU_JIT_ERROR_LOG_BUFFER
 constexpr int kJitErrorLogBufferBytes = 6;       // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
@@ -31,12 +34,14 @@ constexpr unsigned kDefaultSharedBytes = 48 * 1024;
 LoadDataEx real_load = nullptr;
 LaunchKernel real_launch = nullptr;
 FuncSetAttribute set_attribute = nullptr;
+GetFunction real_get_function = nullptr;
+Unload real_unload = nullptr;
 std::atomic<int> last_groups{-1};
 
 int load_spliced(void **module, const void *image, unsigned n, int *options, void **values) {
     std::string ptx;
+    int groups = 0;
     try {
-        int groups = 0;
         ptx = splice_mma(static_cast<const char *>(image), &groups);
         last_groups.store(groups);
     } catch (const std::exception &e) {
@@ -53,15 +58,39 @@ int load_spliced(void **module, const void *image, unsigned n, int *options, voi
     const int rc = real_load(module, ptx.c_str(), static_cast<unsigned>(opts.size()), opts.data(),
                              vals.data());
     if (rc != 0 && log[0]) std::fprintf(stderr, "fusedconv: the CUDA JIT refused a module (%d): %s\n", rc, log);
+    if (rc == 0) forget_variant_module(*module, false);
+    if (rc == 0 && groups > 0) note_variant_module(*module, ptx, n, options, values);
     return rc;
+}
+
+int get_function(void **f, void *module, const char *name) {
+    const int rc = real_get_function(f, module, name);
+    if (rc == 0) note_variant_function(*f, module, name);
+    return rc;
+}
+
+int unload(void *module) {
+    forget_variant_module(module);
+    return real_unload(module);
 }
 
 int launch(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
            unsigned shared, void *stream, void **params, void **extra) {
+    f = variant_for_launch(f, params);
     if (shared > kDefaultSharedBytes) {
         if (int rc = set_attribute(f, kMaxDynamicSharedBytes, static_cast<int>(shared))) return rc;
     }
     return real_launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
+}
+
+// The shape variants compile and unload through the driver's own entry points (each set as
+// Halide's runtime asks for it).
+void set_driver() {
+    DriverEntryPoints d;
+    d.load = real_load;
+    d.get_function = real_get_function;
+    d.unload = real_unload;
+    set_variant_driver(d);
 }
 
 void *get_symbol(void *lib, const char *name) {
@@ -69,7 +98,18 @@ void *get_symbol(void *lib, const char *name) {
     if (!s) return s;
     if (std::strcmp(name, "cuModuleLoadDataEx") == 0) {
         real_load = reinterpret_cast<LoadDataEx>(s);
+        set_driver();
         return reinterpret_cast<void *>(&load_spliced);
+    }
+    if (std::strcmp(name, "cuModuleGetFunction") == 0) {
+        real_get_function = reinterpret_cast<GetFunction>(s);
+        set_driver();
+        return reinterpret_cast<void *>(&get_function);
+    }
+    if (std::strcmp(name, "cuModuleUnload") == 0) {
+        real_unload = reinterpret_cast<Unload>(s);
+        set_driver();
+        return reinterpret_cast<void *>(&unload);
     }
     if (std::strcmp(name, "cuLaunchKernel") == 0) {
         set_attribute = reinterpret_cast<FuncSetAttribute>(halide_default_get_library_symbol(lib, "cuFuncSetAttribute"));
