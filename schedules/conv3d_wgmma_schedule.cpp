@@ -19,7 +19,9 @@ using namespace Halide;
 // 36%, issue 46%; the whole call 0.30-0.31 ms against 0.40-0.41 for the SIMT kernel. The
 // generator turns LLVM's loop strength reduction off (p24_conv3d_min_softmax.cpp): with it each
 // tap's input offset was an induction variable, 122 registers and 4 blocks an SM. More blocks an
-// SM (the JIT capped at 80 or 64 registers) were not faster.
+// SM (the JIT capped at 80 or 64 registers) were not faster. The runtime compiles the kernel
+// again for each shape, its strides as constants (runtime/src/shape_variants.h): 238 us, 64
+// registers.
 // (2) out: the softmax over channels, a thread per pixel of a 32 x 8 block. Each thread's
 // exponentials go to the block's shared memory (its pixel's maximum first, from mins), so that the
 // sum and the output read them instead of computing each exp twice: 14.5 us (ncu, H100).
