@@ -291,46 +291,28 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: tc_p32_points [VARIANT 1-6]\n");
         return 2;
     }
-    cudaDeviceProp prop;
-    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
-        fprintf(stderr, "tc_p32_points: no CUDA device\n");
-        return 1;
-    }
-    printf("%s: p32 at (64, 64, 256, 256), 128 output channels\n", prop.name);
+    if (!name_device("tc_p32_points", "p32 at (64, 64, 256, 256), 128 output channels")) return 1;
     const size_t in_count = size_t(kN) * kCin * kH * kW, out_count = size_t(kN) * kOH * kOW;
     std::vector<float> in(in_count), w(size_t(kCout) * kCin * 9), bias(kCout);
-    for (auto &x : in) x = uniform01();
-    const float bound = 1.f / std::sqrt(float(kCin * 9));
-    for (auto &x : w) x = (2.f * uniform01() - 1.f) * bound;
-    for (auto &x : bias) x = (2.f * uniform01() - 1.f) * bound;
+    kernelbench_init(in, w, bias, kCin * 9);
     const float scale = 2.f;
 
     // u = G g GT, split, in fragment order [p][mt][ks][lane][hi 4, lo 4].
     std::vector<float> u(size_t(kPoints) * kCout * kCin);  // [p][co][ci]
     for (int co = 0; co < kCout; co++)
         for (int ci = 0; ci < kCin; ci++) {
-            const float *gk = &w[(size_t(co) * kCin + ci) * 9];
-            for (int i = 0; i < 6; i++)
-                for (int j = 0; j < 6; j++) {
-                    double s = 0;
-                    for (int ky = 0; ky < 3; ky++)
-                        for (int kx = 0; kx < 3; kx++) s += kG[i][ky] * gk[3 * ky + kx] * kG[j][kx];
-                    u[(size_t(6 * i + j) * kCout + co) * kCin + ci] = static_cast<float>(s);
-                }
+            float uk[36];
+            transform_kernel(&w[(size_t(co) * kCin + ci) * 9], uk);
+            for (int p = 0; p < kPoints; p++) u[(size_t(p) * kCout + co) * kCin + ci] = uk[p];
         }
     std::vector<float> uf(size_t(kPoints) * kMTiles * kSteps * 32 * 8);
     for (int p = 0; p < kPoints; p++)
         for (int mt = 0; mt < kMTiles; mt++)
             for (int ks = 0; ks < kSteps; ks++)
                 for (int lane = 0; lane < 32; lane++) {
-                    const int g = lane / 4, t = lane % 4;
-                    const int rows[4] = {g, g + 8, g, g + 8}, cols[4] = {t, t, t + 4, t + 4};
-                    float *dst = &uf[(((size_t(p) * kMTiles + mt) * kSteps + ks) * 32 + lane) * 8];
-                    for (int e = 0; e < 4; e++) {
-                        const float x = u[(size_t(p) * kCout + 16 * mt + rows[e]) * kCin + 8 * ks + cols[e]];
-                        dst[e] = tf32_hi(x);
-                        dst[4 + e] = x - dst[e];
-                    }
+                    split_fragment(lane, [&](int row, int col) {
+                        return u[(size_t(p) * kCout + 16 * mt + row) * kCin + 8 * ks + col];
+                    }, &uf[(((size_t(p) * kMTiles + mt) * kSteps + ks) * 32 + lane) * 8]);
                 }
 
     // The same fragments in the staged kernel's order: [stage][point][m-tile][step][value, remainder]

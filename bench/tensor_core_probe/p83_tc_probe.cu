@@ -131,18 +131,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: tc_p83 (no arguments)\n");
         return 2;
     }
-    cudaDeviceProp prop;
-    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
-        fprintf(stderr, "tc_p83: no CUDA device\n");
-        return 1;
-    }
-    printf("%s: p83's conv at (128, 3, 16, 64, 64), 16 output channels, stored (441 MB)\n", prop.name);
+    if (!name_device("tc_p83", "p83's conv at (128, 3, 16, 64, 64), 16 output channels, stored (441 MB)")) return 1;
     const size_t in_count = size_t(kN) * kCin * kD * kH * kW, out_count = size_t(kN) * kCout * kOD * kOH * kOW;
     std::vector<float> in(in_count), w(size_t(kCout) * kCin * 27), bias(kCout);
-    for (auto &x : in) x = uniform01();
-    const float bound = 1.f / std::sqrt(float(kCin * 27));
-    for (auto &x : w) x = (2.f * uniform01() - 1.f) * bound;
-    for (auto &x : bias) x = (2.f * uniform01() - 1.f) * bound;
+    kernelbench_init(in, w, bias, kCin * 27);
 
     // u[p][co][k] = G g GT of tap k = 3 ci + kz's 3 x 3 kernel, then split, in fragment order
     // [p][step][lane][hi 4, lo 4] (taps past 9 zero).
@@ -150,27 +142,16 @@ int main(int argc, char **argv) {
     for (int co = 0; co < kCout; co++)
         for (int k = 0; k < kTaps; k++) {
             const int ci = k / 3, kz = k % 3;
-            for (int i = 0; i < 6; i++)
-                for (int j = 0; j < 6; j++) {
-                    double s = 0;
-                    for (int ky = 0; ky < 3; ky++)
-                        for (int kx = 0; kx < 3; kx++)
-                            s += kG[i][ky] * w[(((size_t(co) * kCin + ci) * 3 + kz) * 3 + ky) * 3 + kx] * kG[j][kx];
-                    u[(size_t(6 * i + j) * kCout + co) * 16 + k] = static_cast<float>(s);
-                }
+            float uk[36];
+            transform_kernel(&w[((size_t(co) * kCin + ci) * 3 + kz) * 9], uk);
+            for (int p = 0; p < kPoints; p++) u[(size_t(p) * kCout + co) * 16 + k] = uk[p];
         }
     std::vector<float> uf(size_t(kPoints) * 2 * 32 * 8);
     for (int p = 0; p < kPoints; p++)
         for (int ks = 0; ks < 2; ks++)
             for (int lane = 0; lane < 32; lane++) {
-                const int g = lane / 4, t = lane % 4;
-                const int rows[4] = {g, g + 8, g, g + 8}, cols[4] = {t, t, t + 4, t + 4};
-                float *dst = &uf[((size_t(p) * 2 + ks) * 32 + lane) * 8];
-                for (int e = 0; e < 4; e++) {
-                    const float x = u[(size_t(p) * kCout + rows[e]) * 16 + 8 * ks + cols[e]];
-                    dst[e] = tf32_hi(x);
-                    dst[4 + e] = x - dst[e];
-                }
+                split_fragment(lane, [&](int row, int col) { return u[(size_t(p) * kCout + row) * 16 + 8 * ks + col]; },
+                               &uf[((size_t(p) * 2 + ks) * 32 + lane) * 8]);
             }
 
     float *d_in = nullptr, *d_uf = nullptr, *d_bias = nullptr, *d_out = nullptr;

@@ -1,11 +1,14 @@
 // What the Winograd probes on mma.sync share (tc_p32_points, tc_p83): F(4x4, 3x3)'s transforms,
-// one tf32 mma and one 3xTF32 step, the host's split of an operand into tf32 value and remainder, and their
-// inputs' random numbers.
+// one tf32 mma and one 3xTF32 step, the host's split of an operand into tf32 value and remainder,
+// A's fragments, their inputs' random numbers and the device they name.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <cuda_runtime.h>
+#include <vector>
 
 namespace winograd_probe {
 
@@ -72,6 +75,50 @@ inline float uniform01() {
     static uint32_t state = 12345u;
     state = state * 1664525u + 1013904223u;
     return static_cast<float>(state >> 8) / 16777216.f;
+}
+
+// u = G g GT of one 3 x 3 kernel g (row-major): its 36 points, point 6 i + j at u[i * 6 + j].
+inline void transform_kernel(const float *g, float u[36]) {
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) {
+            double s = 0;
+            for (int ky = 0; ky < 3; ky++)
+                for (int kx = 0; kx < 3; kx++) s += kG[i][ky] * g[3 * ky + kx] * kG[j][kx];
+            u[6 * i + j] = static_cast<float>(s);
+        }
+}
+
+// The lane's A fragment of mma.m16n8k8 (rows g, g + 8, columns t, t + 4 of the 16 x 8 tile that
+// a(row, col) reads), split: its 4 tf32 values, then their remainders.
+template <class A>
+void split_fragment(int lane, const A &a, float dst[8]) {
+    const int g = lane / 4, t = lane % 4;
+    const int rows[4] = {g, g + 8, g, g + 8}, cols[4] = {t, t, t + 4, t + 4};
+    for (int e = 0; e < 4; e++) {
+        const float x = a(rows[e], cols[e]);
+        dst[e] = tf32_hi(x);
+        dst[4 + e] = x - dst[e];
+    }
+}
+
+// KernelBench's init: the input uniform in [0, 1), weights and bias in (-b, b), b = 1 / sqrt(fan_in).
+inline void kernelbench_init(std::vector<float> &in, std::vector<float> &w, std::vector<float> &bias,
+                             int fan_in) {
+    for (auto &x : in) x = uniform01();
+    const float bound = 1.f / std::sqrt(float(fan_in));
+    for (auto &x : w) x = (2.f * uniform01() - 1.f) * bound;
+    for (auto &x : bias) x = (2.f * uniform01() - 1.f) * bound;
+}
+
+// Prints "<device>: <what>"; false (and says so as `program`) without a CUDA device.
+inline bool name_device(const char *program, const char *what) {
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+        fprintf(stderr, "%s: no CUDA device\n", program);
+        return false;
+    }
+    printf("%s: %s\n", prop.name, what);
+    return true;
 }
 
 }  // namespace winograd_probe

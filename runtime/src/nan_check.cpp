@@ -2,13 +2,13 @@
 
 #include "fusedconv/error.h"
 #include "cuda_context.h"
+#include "env_switch.h"
 #include "halide_call.h"
 
 #include "count_nan_cpu.h"
 #include "count_nan_cuda.h"
 
 #include <cmath>
-#include <cstdlib>
 #include <string>
 
 namespace fusedconv::detail {
@@ -76,10 +76,7 @@ bool conv3d_3x3x3_with_at_most(const Tensor &weight, int64_t max_in_channels, co
 }
 
 bool tensor_cores_enabled() {
-    static const bool enabled = [] {
-        const char *env = std::getenv("FUSEDCONV_TENSOR_CORES");
-        return !(env && std::string(env) == "0");
-    }();
+    static const bool enabled = env_switch_on("FUSEDCONV_TENSOR_CORES");
     return enabled;
 }
 }  // namespace

@@ -1,10 +1,10 @@
 #include "shape_variants.h"
 
+#include "env_switch.h"
 #include "ptx_specialize.h"
 
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -48,10 +48,7 @@ std::unordered_map<void *, Function> functions;
 thread_local int scopes = 0;
 
 bool enabled() {
-    static const bool on = [] {
-        const char *env = std::getenv("FUSEDCONV_SHAPE_VARIANTS");
-        return !(env && std::string(env) == "0");
-    }();
+    static const bool on = env_switch_on("FUSEDCONV_SHAPE_VARIANTS");
     return on;
 }
 
