@@ -1,11 +1,28 @@
-// The probes' timing loop: each launch between two CUDA events, as the tables in README.md were
-// measured.
+// The probes' launches: a first launch whose result is checked, then the timing loop, each launch
+// between two CUDA events, as the tables in README.md were measured.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdio>
 #include <vector>
+
+// Runs `launch` once, waits, and copies the `count` floats at `d_out` into *out. On a CUDA error
+// prints it after `name` and returns false.
+template <class Launch>
+bool first_launch_output(const char *name, Launch launch, const float *d_out, size_t count,
+                         std::vector<float> *out) {
+    launch();
+    if (cudaDeviceSynchronize() != cudaSuccess) {
+        fprintf(stderr, "%s: %s\n", name, cudaGetErrorString(cudaGetLastError()));
+        return false;
+    }
+    out->resize(count);
+    cudaMemcpy(out->data(), d_out, count * sizeof(float), cudaMemcpyDeviceToHost);
+    return true;
+}
 
 // Times `reps` calls of `launch` (which queues kernels on the default stream) into `ms`, sorted
 // ascending, so ms[reps / 2] is the median and ms[0] the minimum. Returns the first CUDA error

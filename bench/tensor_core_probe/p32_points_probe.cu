@@ -402,13 +402,8 @@ int main(int argc, char **argv) {
             kernel<<<grid, 32 * warps, var.smem>>>(d_in, reinterpret_cast<const float4 *>(var.smem == kVBytes ? d_uf : d_ufs),
                                                    d_bias, scale, d_out);
         };
-        launch();
-        if (cudaDeviceSynchronize() != cudaSuccess) {
-            fprintf(stderr, "%s: %s\n", var.name, cudaGetErrorString(cudaGetLastError()));
-            return 1;
-        }
-        std::vector<float> out(out_count);
-        cudaMemcpy(out.data(), d_out, out_count * 4, cudaMemcpyDeviceToHost);
+        std::vector<float> out;
+        if (!first_launch_output(var.name, launch, d_out, out_count, &out)) return 1;
         double err = 0, rel = 0;
         for (int s = 0; s < samples; s++) {
             const double d = std::fabs(out[(size_t(sn[s]) * kOH + sy[s]) * kOW + sx[s]] - ref[s]);

@@ -180,13 +180,8 @@ int main(int argc, char **argv) {
         auto launch = [&]() {
             var.kernel<<<grid, 32 * var.warps>>>(d_in, reinterpret_cast<const float4 *>(d_uf), d_bias, d_out);
         };
-        launch();
-        if (cudaDeviceSynchronize() != cudaSuccess) {
-            fprintf(stderr, "%s: %s\n", var.name, cudaGetErrorString(cudaGetLastError()));
-            return 1;
-        }
-        std::vector<float> out(out_count);
-        cudaMemcpy(out.data(), d_out, out_count * 4, cudaMemcpyDeviceToHost);
+        std::vector<float> out;
+        if (!first_launch_output(var.name, launch, d_out, out_count, &out)) return 1;
         double err = 0, rel = 0;
         const int samples = 2000;
         for (int s = 0; s < samples; s++) {

@@ -9,10 +9,11 @@ namespace fusedconv::cuda {
 
 namespace {
 
+const std::string kEntry = ".entry ", kParam = "_param_";
+
 // Where `entry`'s declaration starts (".entry NAME("), or npos.
 size_t find_entry(const std::string &ptx, const std::string &entry) {
-    const std::string key = ".entry " + entry + "(";
-    return ptx.find(key);
+    return ptx.find(kEntry + entry + "(");
 }
 
 std::string trim(const std::string &s) {
@@ -37,14 +38,14 @@ std::pair<size_t, size_t> entry_body(const std::string &ptx, const std::string &
     throw std::runtime_error("PTX specialization: entry " + entry + "'s body is not closed");
 }
 
-std::string param_name(const std::string &entry, size_t k) { return entry + "_param_" + std::to_string(k); }
+std::string param_name(const std::string &entry, size_t k) { return entry + kParam + std::to_string(k); }
 
 }  // namespace
 
 std::vector<std::string> entry_parameter_types(const std::string &ptx, const std::string &entry) {
     const size_t at = find_entry(ptx, entry);
     if (at == std::string::npos) throw std::runtime_error("PTX specialization: no entry " + entry);
-    const size_t open = at + entry.size() + 7, close = ptx.find(')', open);
+    const size_t open = at + kEntry.size() + entry.size(), close = ptx.find(')', open);
     if (close == std::string::npos) throw std::runtime_error("PTX specialization: entry " + entry + "'s parameters are not closed");
     std::vector<std::string> types;
     std::istringstream list(ptx.substr(open + 1, close - open - 1));
@@ -94,18 +95,19 @@ std::string specialize_entry(const std::string &ptx, const std::string &entry,
         // "ld.param.u32 %r12, [NAME_param_4];": the only form in which a specialized parameter
         // may appear; any other mention of one (its address taken, an offset) is refused.
         const std::string t = trim(line);
-        const size_t name_at = t.find(entry + "_param_");
+        const size_t name_at = t.find(entry + kParam);
         if (name_at == std::string::npos) {
             out += line;
             continue;
         }
-        size_t digits = name_at + entry.size() + 7, k = 0, n = 0;
+        const size_t digits = name_at + entry.size() + kParam.size();
+        size_t n = 0;
         while (digits + n < t.size() && std::isdigit(static_cast<unsigned char>(t[digits + n]))) n++;
         if (n == 0) {
             out += line;
             continue;
         }
-        k = std::stoul(t.substr(digits, n));
+        const size_t k = std::stoul(t.substr(digits, n));
         if (k >= values.size() || !values[k]) {
             out += line;
             continue;

@@ -148,12 +148,19 @@ void *variant_for_launch(void *f, void **params) {
     auto it = functions.find(f);
     if (it == functions.end()) return f;
     Function &fn = it->second;
-    std::vector<uint32_t> args(fn.ints.size());
-    for (size_t i = 0; i < fn.ints.size(); i++) std::memcpy(&args[i], params[fn.ints[i]], sizeof(uint32_t));
+    // A known variant is found without copying the arguments (this runs at every launch).
+    auto same_args = [&](const Variant &v) {
+        for (size_t i = 0; i < fn.ints.size(); i++) {
+            if (std::memcmp(&v.args[i], params[fn.ints[i]], sizeof(uint32_t)) != 0) return false;
+        }
+        return true;
+    };
     for (const Variant &v : fn.variants) {
-        if (v.args == args) return v.function ? v.function : f;
+        if (same_args(v)) return v.function ? v.function : f;
     }
     if (fn.variants.size() >= static_cast<size_t>(kMaxShapeVariants)) return f;
+    std::vector<uint32_t> args(fn.ints.size());
+    for (size_t i = 0; i < fn.ints.size(); i++) std::memcpy(&args[i], params[fn.ints[i]], sizeof(uint32_t));
     fn.variants.push_back(compile(fn, args));
     return fn.variants.back().function ? fn.variants.back().function : f;
 }
