@@ -56,6 +56,10 @@ public:
             output.set_estimates({{0, 62}, {0, 62}, {0, 14}, {0, 16}, {0, 128}});
             return;
         }
+        // The output kernel's vectors assume this alignment; the runtime
+        // takes the library only for outputs that have it.
+        const int alignment = tunables.output_alignment(get_target());
+        if (alignment > 4) output.set_host_alignment(alignment);
         schedules::schedule_p83(p, tunables, get_target());
     }
 

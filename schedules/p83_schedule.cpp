@@ -151,6 +151,9 @@ void gpu_conv_xy(P83Pipeline &p, const P83Params &t) {
             .gpu_blocks(xo, yo, v.n);
     };
     kept.compute_root().bound(v.x, 0, p.out_w).bound(v.y, 0, p.out_h).bound(v.c, 0, channels);
+    // Rows padded to whole vectors of the output kernel (none at an even
+    // width with vectors of 2).
+    kept.align_storage(v.x, std::max(1, int(t.gpu_output_vector)));
     block_nest(kept, bx, by);
     // The copy unrolled: the fused item's pixel and channel then fold into
     // constants (a rolled loop spent ~30 integer instructions an element).
@@ -292,30 +295,57 @@ void gpu(P83Pipeline &p, const P83Params &t) {
                            ") and gpu_output_tile_y (" + std::to_string(oty) +
                            ") must be positive, with at most 1024 threads a block");
     }
-    Func out = p.output;
-    out.tile(v.x, v.y, xo, yo, xi, yi, otx, oty, TailStrategy::GuardWithIf)
-        .fuse(v.c, v.n, cn)
-        .reorder(v.z, xi, yi, xo, yo, cn)
-        .gpu_blocks(xo, yo, cn)
-        .gpu_threads(xi, yi);
-    // The depth loop unrolled by gpu_output_depth_unroll, ShiftInwards: where
-    // the depth is not a multiple, the last step overlaps the one before (a
-    // few elements are written twice, with the same value). It needs a depth
-    // of at least the factor, so it is a specialization; below, the loop
-    // stays rolled. 7 (two steps at depth 14) measured at least 2% faster
-    // than a rolled loop and than 2, 4 or 14 (ncu: 6x fewer memory stalls
-    // per instruction than rolled, at 72 registers).
     const int unroll = t.gpu_output_depth_unroll;
     if (unroll < 1) {
         throw CompileError("p83 GPU schedule: gpu_output_depth_unroll must be at least 1 (1 = "
                            "rolled), not " + std::to_string(unroll));
     }
-    if (unroll > 1) {
-        Var zo2("zo2"), zi2("zi2");
-        out.specialize(out.output_buffer().dim(2).extent() >= unroll)
-            .split(v.z, zo2, zi2, unroll, TailStrategy::ShiftInwards)
-            .unroll(zi2);
+    // The vectors only in the "xy" library, whose output the runtime checks
+    // for alignment (P83Params::output_alignment).
+    const int vec = p.xy_max_cin > 0 ? int(t.gpu_output_vector) : 1;
+    if (vec > 1 && otx % vec != 0) {
+        throw CompileError("p83 GPU schedule: gpu_output_tile_x (" + std::to_string(otx) +
+                           ") must be a multiple of gpu_output_vector (" + std::to_string(vec) +
+                           ")");
     }
+    Func out = p.output;
+    // Threads over an (x, y) tile of `xs` (x, or x's vectors), each walking
+    // the depth; blocks over (tiles, channels * samples).
+    auto output_nest = [&](Stage s, VarOrRVar xs, int tx) {
+        s.tile(xs, v.y, xo, yo, xi, yi, tx, oty, TailStrategy::GuardWithIf)
+            .fuse(v.c, v.n, cn)
+            .reorder(v.z, xi, yi, xo, yo, cn)
+            .gpu_blocks(xo, yo, cn)
+            .gpu_threads(xi, yi);
+        // The depth loop unrolled by gpu_output_depth_unroll, ShiftInwards:
+        // where the depth is not a multiple, the last step overlaps the one
+        // before (a few elements are written twice, with the same value). It
+        // needs a depth of at least the factor, so it is a specialization;
+        // below, the loop stays rolled. 7 (two steps at depth 14) measured
+        // at least 2% faster than a rolled loop and than 2, 4 or 14 (ncu: 6x
+        // fewer memory stalls per instruction than rolled, at 72 registers).
+        if (unroll > 1) {
+            Var zo2("zo2"), zi2("zi2");
+            s.specialize(out.output_buffer().dim(2).extent() >= unroll)
+                .split(v.z, zo2, zi2, unroll, TailStrategy::ShiftInwards)
+                .unroll(zi2);
+        }
+    };
+    if (vec > 1) {
+        // Rows of whole vectors: x in vectors of `vec` floats, where the
+        // output's width and strides are multiples of it (the kept conv's
+        // rows are padded to one: align_storage in the conv's schedule), so
+        // that every vector is aligned. The output's host alignment (the
+        // generator's) says the same of its base, which the runtime checks.
+        OutputImageParam ob = out.output_buffer();
+        Expr whole = ob.dim(0).min() % vec == 0 && ob.dim(0).extent() % vec == 0;
+        for (int d = 1; d < 5; d++) whole = whole && ob.dim(d).stride() % vec == 0;
+        Var xv("xv"), xw("xw");
+        Stage s = out.specialize(whole);
+        s.split(v.x, xw, xv, vec, TailStrategy::RoundUp).vectorize(xv);
+        output_nest(s, xw, otx / vec);
+    }
+    output_nest(out, v.x, otx);
 }
 
 // CPU: three stages, each parallel over planes and vectorized over x; the
@@ -361,6 +391,15 @@ void P83Params::stats_pieces(int max_cin, int &piece_w, int &piece_h) const {
     const bool pieces = max_cin > 0 && gpu_xy_stats_in_conv;
     piece_w = pieces ? 4 * int(gpu_xy_tiles_per_thread) : 0;
     piece_h = pieces ? 4 : 0;
+}
+
+int P83Params::output_alignment(const Target &target) const {
+    const int vec = gpu_output_vector;
+    if (vec != 1 && vec != 2 && vec != 4) {
+        throw CompileError("p83 GPU schedule: gpu_output_vector must be 1, 2 or 4, not " +
+                           std::to_string(vec));
+    }
+    return xy_max_cin(target) > 0 ? 4 * vec : 4;
 }
 
 int P83Params::xy_max_cin(const Target &target) const {

@@ -29,6 +29,15 @@ struct P83Params {
     // GPU output kernel: depth steps a thread takes per loop iteration,
     // unrolled (1 = a rolled loop); on depths below it the loop stays rolled.
     Halide::GeneratorParam<int> gpu_output_depth_unroll{"gpu_output_depth_unroll", 7};
+    // GPU output kernel of the "xy" library: floats a thread loads and
+    // stores at once along x (1, 2 or 4), where the output's width and
+    // strides are multiples of it; the library then needs its output's
+    // storage aligned to as many floats (output_alignment), which the
+    // runtime checks. Elsewhere the kernel takes one float a thread.
+    Halide::GeneratorParam<int> gpu_output_vector{"gpu_output_vector", 2};
+    // The output's storage alignment in bytes that the library assumes (4:
+    // none beyond a float's).
+    int output_alignment(const Halide::Target &target) const;
     // GPU: the conv's form: "direct" (the kernel above), or "xy": Winograd
     // F(4x4, 3x3) over x and y for 3x3x3 kernels with at most gpu_xy_max_cin
     // input channels (generators/winograd2d.h; the direct form, in the same

@@ -360,6 +360,38 @@ TEST_P(P83, NonFiniteInputsIn3x3x3ConvsGiveTheReference) {
 INSTANTIATE_TEST_SUITE_P(Devices, P83, ::testing::Values(DeviceChoice::CPU, DeviceChoice::GPU),
                          device_name);
 
+// On the GPU the F(4x4, 3x3) library's output kernel stores vectors of
+// floats (gpu_output_vector) where the output's width and strides allow, and
+// the runtime takes that library only for outputs whose storage is aligned
+// to them. Outputs 1, 2 and 3 floats past an aligned address, of an even
+// width (the vector path's shape), must still give the reference: the
+// direct library where the vectors would be misaligned.
+TEST(P83OnGpu, OutputsOffTheVectorAlignmentGiveTheReference) {
+    if (!gpu_available()) {
+        GTEST_SKIP() << "no usable CUDA device (" << gpu_unavailable_reason()
+                     << "); GPU libraries not exercised";
+    }
+    Conv3dGroupNormMinClampDropout m(3, 8, 3, 4, 10.0f, -10.0f, 0.25f, DeviceChoice::GPU, 95);
+    m.set_parameters(random_tensor({8, 3, 3, 3, 3}, 96, -0.5f, 0.5f), random_tensor({8}, 97),
+                     random_tensor({8}, 98, 0.5f, 2.0f), random_tensor({8}, 99));
+    m.set_clamp(-10.0f, 10.0f);
+    m.set_training(true);
+    Tensor in = random_tensor({2, 3, 5, 9, 12}, 100);  // output (2, 8, 3, 7, 10)
+    HostTensor ref = p83_reference(m, in);
+    Tensor dev_in = in.to(Device::GPU);
+    const Shape o = m.output_shape(in.shape());
+    int64_t count = 1;
+    for (int64_t e : o) count *= e;
+    Tensor storage = Tensor::empty({count + 4}, Device::GPU);
+    for (int offset : {0, 1, 2, 3}) {
+        SCOPED_TRACE("output " + std::to_string(offset) + " floats past the storage's start");
+        Tensor out = Tensor::wrap_device(static_cast<float *>(storage.device_data()) + offset, o);
+        m.forward_into(dev_in, out);
+        EXPECT_TRUE(matches_values(out.shape(), out.to_vector(), ref, 2e-5, 0.0,
+                                   p83_conv_allowance(m, in)));
+    }
+}
+
 // ---------------------------------------------------------------- errors
 
 TEST(ModelErrors, BadInputsAreRejectedWithTheOffendingShape) {

@@ -360,8 +360,11 @@ void p83_run(const char *who, const Tensor &input, const Tensor &weight, const T
     // p25's). A tile it marks NaN makes its group's mean NaN, and so every
     // output of the group (GroupNorm, min, clamp and dropout all keep NaN):
     // the first element of each channel finds every such group.
+    // Its output kernel stores vectors: the output's storage must be aligned
+    // to them (else the direct library, which stores floats).
     const bool xy = output.device() == Device::GPU &&
-                    winograd3d_xy_applies(weight, kP83XYMaxInChannels);
+                    winograd3d_xy_applies(weight, kP83XYMaxInChannels) &&
+                    output.raw()->device % kP83XYOutputAlignment == 0;
     args.run(options, xy ? kAllocatesAndWaits : kAllocates, [&](bool gpu) {
         const std::string what = what_call(who, input);
         auto run = [&](bool winograd, halide_buffer_t *in, halide_buffer_t *o) {
