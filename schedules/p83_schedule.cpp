@@ -286,9 +286,10 @@ void gpu(P83Pipeline &p, const P83Params &t) {
 
     // (4) Element-wise over the kept conv: (x, y) tiles of threads, each
     // thread walking the depth; blocks over (tiles, channels * samples).
-    // 64 x 2 threads by default: whole 62-wide rows, 128 threads a block
-    // (H200, bench/tune on p83_xy_cuda: 0.960-0.962 ms against 0.994-1.003
-    // with 32 x 8).
+    // A tile of 64 x 1 pixels by default: a warp a 62-wide row with float2s
+    // (gpu_output_vector, the "xy" library's; H200, p83 0.834-0.836 ms
+    // against 0.845-0.851 with 64 x 2 and 0.839-0.844 with 64 x 4; the
+    // kernel then at L2's limit, ncu 90%), or two warps of floats.
     const int otx = t.gpu_output_tile_x, oty = t.gpu_output_tile_y;
     if (otx < 1 || oty < 1 || otx * oty > 1024) {
         throw CompileError("p83 GPU schedule: gpu_output_tile_x (" + std::to_string(otx) +

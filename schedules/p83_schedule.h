@@ -25,7 +25,7 @@ struct P83Params {
     // GPU output kernel: threads per block over (x, y); each thread walks
     // the depth of its pixel.
     Halide::GeneratorParam<int> gpu_output_tile_x{"gpu_output_tile_x", 64};
-    Halide::GeneratorParam<int> gpu_output_tile_y{"gpu_output_tile_y", 2};
+    Halide::GeneratorParam<int> gpu_output_tile_y{"gpu_output_tile_y", 1};
     // GPU output kernel: depth steps a thread takes per loop iteration,
     // unrolled (1 = a rolled loop); on depths below it the loop stays rolled.
     Halide::GeneratorParam<int> gpu_output_depth_unroll{"gpu_output_depth_unroll", 7};
