@@ -26,7 +26,8 @@ namespace {
 // float32 peak, column statistics 0.13 ms, group statistics 0.03, output
 // 0.28 at 3.0 TB/s), 1.02 with F(4x4, 3x3) (2026-11-26); H100: 0.94 with the
 // statistics in the conv kernel and its input channels unrolled by 3
-// (fusedconv_bench, 2026-11-27). schedules/NOTES.md has the alternatives
+// (fusedconv_bench, 2026-11-27); H200: 0.85 with the output kernel in
+// float2s (2026-11-28). schedules/NOTES.md has the alternatives
 // measured at each stage.
 void gpu_conv_direct(P83Pipeline &p, const P83Params &t) {
     blocks::V v;
