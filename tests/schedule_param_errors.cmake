@@ -32,6 +32,11 @@ expect_refused(p24_conv3d_min_softmax "cannot split into 4 x 2 pixel groups"
                gpu_tile_x=10 gpu_pixel_groups_x=4)
 expect_refused(p83_conv3d_groupnorm_min_clamp_dropout
                "gpu_output_depth_unroll must be at least 1.*not -2" gpu_output_depth_unroll=-2)
+expect_refused(p83_conv3d_groupnorm_min_clamp_dropout
+               "gpu_output_vector must be 1, 2 or 4, not 3" gpu_output_vector=3)
+expect_refused(p83_conv3d_groupnorm_min_clamp_dropout
+               "gpu_output_tile_x \\(62\\) must be a multiple of gpu_output_vector \\(4\\)"
+               gpu_conv_form=xy gpu_output_tile_x=62 gpu_output_vector=4)
 expect_refused(p25_conv2d_min_tanh_tanh "gpu_wino2d_lanes must be 8, 16 or 32.*not 12"
                gpu_winograd_dims=xy gpu_wino2d_lanes=12)
 expect_refused(p25_conv2d_min_tanh_tanh "tiles_per_thread \\(1\\) x 16 pixels must be a multiple of the 32 lanes"
