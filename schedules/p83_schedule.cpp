@@ -152,8 +152,10 @@ void gpu_conv_xy(P83Pipeline &p, const P83Params &t) {
             .gpu_blocks(xo, yo, v.n);
     };
     kept.compute_root().bound(v.x, 0, p.out_w).bound(v.y, 0, p.out_h).bound(v.c, 0, channels);
-    // Rows padded to whole vectors of the output kernel (none at an even
-    // width with vectors of 2).
+    // Rows padded to whole vectors of the output kernel: none at an even
+    // width with vectors of 2. (At odd widths the padding leaves each row's
+    // last sector partly written, which costs the conv kernel a DRAM read a
+    // row; NOTES, "The output kernel in float2s".)
     kept.align_storage(v.x, std::max(1, int(t.gpu_output_vector)));
     block_nest(kept, bx, by);
     // The copy unrolled: the fused item's pixel and channel then fold into
