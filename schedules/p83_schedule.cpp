@@ -156,7 +156,7 @@ void gpu_conv_xy(P83Pipeline &p, const P83Params &t) {
     // width with vectors of 2. (At odd widths the padding leaves each row's
     // last sector partly written, which costs the conv kernel a DRAM read a
     // row; NOTES, "The output kernel in float2s".)
-    kept.align_storage(v.x, std::max(1, int(t.gpu_output_vector)));
+    kept.align_storage(v.x, t.output_vector(p.xy_max_cin));
     block_nest(kept, bx, by);
     // The copy unrolled: the fused item's pixel and channel then fold into
     // constants (a rolled loop spent ~30 integer instructions an element).
@@ -306,7 +306,7 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     }
     // The vectors only in the "xy" library, whose output the runtime checks
     // for alignment (P83Params::output_alignment).
-    const int vec = p.xy_max_cin > 0 ? int(t.gpu_output_vector) : 1;
+    const int vec = t.output_vector(p.xy_max_cin);
     if (vec > 1 && otx % vec != 0) {
         throw CompileError("p83 GPU schedule: gpu_output_tile_x (" + std::to_string(otx) +
                            ") must be a multiple of gpu_output_vector (" + std::to_string(vec) +
@@ -397,13 +397,17 @@ void P83Params::stats_pieces(int max_cin, int &piece_w, int &piece_h) const {
     piece_h = pieces ? 4 : 0;
 }
 
-int P83Params::output_alignment(const Target &target) const {
+int P83Params::output_vector(int max_cin) const {
     const int vec = gpu_output_vector;
     if (vec != 1 && vec != 2 && vec != 4) {
         throw CompileError("p83 GPU schedule: gpu_output_vector must be 1, 2 or 4, not " +
                            std::to_string(vec));
     }
-    return xy_max_cin(target) > 0 ? 4 * vec : 4;
+    return max_cin > 0 ? vec : 1;
+}
+
+int P83Params::output_alignment(const Target &target) const {
+    return 4 * output_vector(xy_max_cin(target));
 }
 
 int P83Params::xy_max_cin(const Target &target) const {

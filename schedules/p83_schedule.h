@@ -35,8 +35,11 @@ struct P83Params {
     // storage aligned to as many floats (output_alignment), which the
     // runtime checks. Elsewhere the kernel takes one float a thread.
     Halide::GeneratorParam<int> gpu_output_vector{"gpu_output_vector", 2};
-    // The output's storage alignment in bytes that the library assumes (4:
-    // none beyond a float's).
+    // The floats the output kernel moves at once: gpu_output_vector (checked)
+    // in the "xy" library (`max_cin` > 0, xy_max_cin's), else 1.
+    int output_vector(int max_cin) const;
+    // The output's storage alignment in bytes that the library assumes, 4
+    // output_vector (4: none beyond a float's).
     int output_alignment(const Halide::Target &target) const;
     // GPU: the conv's form: "direct" (the kernel above), or "xy": Winograd
     // F(4x4, 3x3) over x and y for 3x3x3 kernels with at most gpu_xy_max_cin

@@ -364,7 +364,7 @@ void p83_run(const char *who, const Tensor &input, const Tensor &weight, const T
     // to them (else the direct library, which stores floats).
     const bool xy = output.device() == Device::GPU &&
                     winograd3d_xy_applies(weight, kP83XYMaxInChannels) &&
-                    output.raw()->device % kP83XYOutputAlignment == 0;
+                    reinterpret_cast<uintptr_t>(output.device_data()) % kP83XYOutputAlignment == 0;
     args.run(options, xy ? kAllocatesAndWaits : kAllocates, [&](bool gpu) {
         const std::string what = what_call(who, input);
         auto run = [&](bool winograd, halide_buffer_t *in, halide_buffer_t *o) {

@@ -9,7 +9,7 @@ namespace fusedconv::cuda {
 
 namespace {
 
-const std::string kEntry = ".entry ", kParam = "_param_";
+const std::string kEntry = ".entry ", kParam = "_param_", kParamDirective = ".param ";
 
 // Where `entry`'s declaration starts (".entry NAME("), or npos.
 size_t find_entry(const std::string &ptx, const std::string &entry) {
@@ -58,7 +58,7 @@ std::vector<std::string> entry_parameter_types(const std::string &ptx, const std
         // ".param .align A .b8 name[N]" (a struct by value) is not a scalar: its type is kept whole.
         if (param != ".param" || name != param_name(entry, types.size())) {
             if (param == ".param" && type == ".align") {
-                types.push_back(trim(item).substr(7));
+                types.push_back(trim(item).substr(kParamDirective.size()));
                 continue;
             }
             throw std::runtime_error("PTX specialization: cannot read parameter " + std::to_string(types.size()) +
