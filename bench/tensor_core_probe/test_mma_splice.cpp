@@ -114,9 +114,11 @@ TEST(MmaSplice, GroupOfFourBecomesThreeMma) {
     EXPECT_EQ(count(out, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), 3);
     // The accumulator's operands, the split of A's and B's six registers, the four results.
     for (int k = 0; k < 10; k++) EXPECT_EQ(count(out, ", %f" + std::to_string(10 + k) + ";"), 1) << k;
-    // Six operands split (Veltkamp's product by 8193), each low part rounded by half a tf32 ulp.
-    EXPECT_EQ(count(out, "0f46000400;"), 6);
+    // Six operands split: each rounded to tf32 by half an ulp added to its bits, the 13 low bits
+    // cleared; the remainders are not rounded (a NaN's bits would wrap).
     EXPECT_EQ(count(out, ", 4096;"), 6);
+    EXPECT_EQ(count(out, ", -8192;"), 6);
+    EXPECT_EQ(count(out, "add.u32 %tcl"), 0);
     for (int e = 0; e < 4; e++) EXPECT_EQ(count(out, "mov.f32 %f" + std::to_string(60 + e) + ", %tcd"), 1) << e;
     // A_lo B_hi first, onto C; then A_hi B_lo and A_hi B_hi onto D.
     const size_t first = out.find("{%tcl0, %tcl1, %tcl2, %tcl3}, {%tch4, %tch5}, {%tcc0");
@@ -131,7 +133,7 @@ TEST(MmaSplice, PresplitTakesAAsGivenAndImmediates) {
     ops[4] = "0f3F800000";  // a_hi0 as an immediate
     const std::string out = splice_mma(module("8s", {2, 0, 3, 1}, {}, {ops, ops, ops, ops}));
     EXPECT_EQ(count(out, "mma.sync.aligned.m16n8k8"), 3);
-    EXPECT_EQ(count(out, "0f46000400;"), 2);  // B only
+    EXPECT_EQ(count(out, ", -8192;"), 2);  // B only
     EXPECT_EQ(count(out, "mov.f32 %tcc0, 0f00000000;"), 1);
     EXPECT_EQ(count(out, "mov.b32 %tca0, 0f3F800000;"), 1);
     EXPECT_EQ(count(out, "mov.b32 %tca4, %f18;"), 1);  // a_lo0 is operand 8

@@ -108,12 +108,14 @@ bool gap_allows_move(const std::string &gap, const std::vector<std::string> &ope
 // (the placeholders' operands may be immediates), B (and for "8", A) split into tf32 high and
 // low parts, three mma.sync, the four elements copied to the calls' result registers.
 //
-// The split is Veltkamp's: with t = (2^13 + 1) x, hi = t - (t - x) keeps 11 significant bits (a
-// tf32 value) and lo = x - hi is exact; lo is rounded to tf32 by adding half a tf32 ulp to its
-// bits (the mma ignores the 13 low bits). Five instructions against seven with cvt.rna.tf32.f32
-// (three on sm_90). The products are not contracted into fma (.rn), which would break the
-// split. An infinite or NaN x makes hi NaN, so the step's sums; so does |x| above 2^128 / 8193
-// (the caller's check for non-finite sums then takes the direct form).
+// The split, three instructions: hi is x's bits plus half a tf32 ulp with the 13 low bits
+// cleared (x rounded to tf32, ties away from zero), lo = x - hi is exact, and the mma truncates
+// lo to tf32 (a product's error at most about 2^-22 of it, twice that of lo rounded). Veltkamp's
+// split, 5 instructions with lo rounded, made p32 6.5% and p25 8% slower (H200;
+// schedules/NOTES.md). lo is never rounded by adding to its bits: the GPU's NaN 0x7fffffff plus
+// 0x1000 wraps to a finite value. A NaN x gives a NaN lo (hi may wrap to a zero), an infinite
+// x hi infinite and lo NaN, and an |x| that rounds up past the float32 maximum hi infinite and
+// lo infinite: the step's sums are not finite, and the caller's check takes the direct form.
 std::string replacement(const CallSite &first, const std::vector<std::string> &results) {
     const auto &a = first.args;
     const bool presplit = first.family == "mma8s";
@@ -122,14 +124,14 @@ std::string replacement(const CallSite &first, const std::vector<std::string> &r
                     "\t.reg .f32 %tcx<6>, %tct<6>, %tcc<4>, %tcd<4>;\n";
     for (int k = 0; k < 4; k++) t += "\tmov.f32 %tcc" + std::to_string(k) + ", " + a[k] + ";\n";
     auto split = [&t](const std::string &src, int k) {
-        const std::string K = std::to_string(k), x = "%tcx" + K, tt = "%tct" + K;
+        const std::string K = std::to_string(k), x = "%tcx" + K, hi = "%tch" + K, hf = "%tct" + K;
         t += "\tmov.f32 " + x + ", " + src + ";\n";
-        t += "\tmul.rn.f32 " + tt + ", " + x + ", 0f46000400;\n";  // 8193 x
-        t += "\tsub.rn.f32 %tch" + K + ", " + tt + ", " + x + ";\n";
-        t += "\tsub.rn.f32 %tch" + K + ", " + tt + ", %tch" + K + ";\n";  // hi
-        t += "\tsub.rn.f32 " + x + ", " + x + ", %tch" + K + ";\n";        // lo, exact
+        t += "\tmov.b32 " + hi + ", " + x + ";\n";
+        t += "\tadd.u32 " + hi + ", " + hi + ", 4096;\n";   // half a tf32 ulp: to nearest, ties away
+        t += "\tand.b32 " + hi + ", " + hi + ", -8192;\n";  // the 13 low bits cleared
+        t += "\tmov.b32 " + hf + ", " + hi + ";\n";
+        t += "\tsub.rn.f32 " + x + ", " + x + ", " + hf + ";\n";  // lo, exact; the mma truncates it
         t += "\tmov.b32 %tcl" + K + ", " + x + ";\n";
-        t += "\tadd.u32 %tcl" + K + ", %tcl" + K + ", 4096;\n";
     };
     std::string ah, al;
     if (presplit) {
