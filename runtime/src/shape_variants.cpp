@@ -102,6 +102,9 @@ void note_variant_module(void *module, const std::string &ptx, unsigned n, const
 }
 
 void note_variant_function(void *f, void *module, const char *entry) {
+    // Only a scope's launches read what is noted, and Halide's runtime asks for the function
+    // right before each launch: outside a scope this returns before the lock.
+    if (scopes == 0 || !enabled()) return;
     std::lock_guard<std::mutex> lock(mutex);
     auto known = functions.find(f);
     if (known != functions.end() && known->second.module == module && known->second.entry == entry) return;

@@ -31,7 +31,9 @@ void set_variant_driver(const DriverEntryPoints &driver);
 void note_variant_module(void *module, const std::string &ptx, unsigned n, const int *options,
                          void *const *values);
 
-// f is `entry` of `module` (any module: functions of other modules are ignored at launch).
+// f is `entry` of `module` (any module: functions of other modules are ignored at launch). Noted
+// only inside a ShapeVariantScope on this thread: Halide's runtime gets the function before each
+// launch (halide_cuda_run), in the scope of the launch.
 void note_variant_function(void *f, void *module, const char *entry);
 
 // The module is being unloaded: its functions and variants are forgotten, and the variants'
