@@ -75,8 +75,11 @@ void gpu_conv3d_min_depth_wgmma(blocks::ConvMinDepthWgmma &m, blocks::Softmax &s
         .reorder(v.c, xi, yi, xo, yo, v.n)
         .gpu_blocks(xo, yo, v.n)
         .gpu_threads(xi, yi);
+    // One block's storage, stated (bound_storage): else the host sizes it by a loop over the blocks.
     softmax.exp_c.compute_at(out, xo)
         .store_in(MemoryType::GPUShared)
+        .bound_storage(v.x, 32)
+        .bound_storage(v.y, 8)
         .reorder(v.c, v.x, v.y, v.n)
         .gpu_threads(v.x, v.y);
     softmax.max_c.compute_at(softmax.exp_c, v.x);
