@@ -91,7 +91,9 @@ std::vector<int> assemble(const std::string &ptx, const std::string &arch, const
         printf("ptxas not found: the spliced module is not assembled\n");
         return used;
     }
-    const std::string path = testing::TempDir() + file;
+    // Named after the test too: ctest runs each test as its own process, several at once.
+    const std::string path =
+        testing::TempDir() + testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + file;
     std::ofstream(path) << ptx;
     FILE *p = popen((ptxas + " -v -arch=" + arch + " " + path + " -o /dev/null 2>&1").c_str(), "r");
     EXPECT_NE(p, nullptr) << path;
