@@ -68,7 +68,7 @@ struct TensorCoreShape {
     int u_parts() const { return split_u_at_steps ? 1 : 2; }
 };
 constexpr TensorCoreShape kTensorCoreShape{kTensorCoreMaxCin, 1, 9, true};           // p25's
-constexpr TensorCoreShape kTensorCoreWideShape{kTensorCoreMaxCinWide, 1, 9, false};  // p32's
+constexpr TensorCoreShape kTensorCoreWideShape{kTensorCoreMaxCinWide, 1, 3, true};   // p32's
 
 struct ConvMinWinogradTensorCore : ConvWinograd2DVars {
     // Fragment indices (mma_splice.h's layout): lane = 4 g8 + t4; q the A element, h its tf32

@@ -42,17 +42,16 @@ int TensorCoreParams::step_unroll(const blocks::TensorCoreShape &shape) const {
 //  4. the output: the minimum over the 8 channel groups and the epilogue.
 // p25: 98 KB of shared memory a block, past the 48 KB a launch gets without the kernel's
 // attribute raised (the runtime's launch hook does it): 2 blocks, 8 warps per SM. p32: 209 KB,
-// one block of 4 warps. u's fragments are a small kernel of their own (p25: 147 KB of float32
-// values for its 64 output channels, which the steps split; p32: 2.4 MB for its 128, split
-// ahead), read by every block through L1.
+// one block of 12 warps (3 points a warp). u's fragments are a small kernel of their own
+// (float32 values, which the steps split: p25 147 KB for its 64 output channels, p32 1.2 MB
+// for its 128), read by every block through L1.
 // p25 (128 x 16 x 256 x 256), H100: 1.81 ms with u split at the steps (bench/tune: 1.80-1.87
 // against 1.93-2.01 split ahead, as it was; the tile form, p25_xy_cuda, 2.96); ncu: 148
 // registers, issue 55%, L1 59%, L2 34%, tensor pipe 21%: bound by issuing the splits' and
 // loads' instructions (schedules/NOTES.md, "u split at the steps").
-// p32 (64 x 64 x 256 x 256), H100: 5.10 ms with its 8 steps unrolled (bench/tune: 5.43 with 8
-// warps, 5.70 with 8 warps and the steps in pairs, the build before); ncu: 234 registers,
-// tensor pipe 29%, L1 58%, issue 36%, the stalls led by fixed-latency dependencies (NOTES, "The
-// tensor-core libraries tuned").
+// p32 (64 x 64 x 256 x 256), H200: 4.23 ms (bench/tune) with 12 warps of 3 points, u split at
+// the steps and its 8 steps unrolled, against 4.83 with 4 warps of 9 points split ahead (NOTES,
+// "The split in 3 instructions").
 void gpu_conv2d_min_winograd_tensor_core(blocks::ConvMinWinogradTensorCore &w, Func out,
                                          const Target &target, int step_unroll) {
     if (!target.has_feature(Target::CUDA)) {

@@ -19,15 +19,15 @@ struct TensorCoreParams {
     // 1.93-1.96 against 1.95-2.00 for 1).
     Halide::GeneratorParam<int> gpu_tc_step_unroll{"gpu_tc_step_unroll", 0};
     // Points of the 36 each warp sums, a divisor of 36: 9 (4 warps a block with one m-tile a
-    // round), 6, 4 or 3 (6, 9 or 12 warps, fewer accumulators a thread); 0: the model's, 9
-    // (bench/tune, H100: p25 3% faster with 6, within the noise in a later call; p32 slowest
-    // of its points with 6, 4 failing to launch at the JIT's 255-register cap).
+    // round), 6, 4 or 3 (6, 9 or 12 warps, fewer accumulators a thread); 0: the model's, p25 9
+    // (bench/tune, H200: 1.64 ms against 1.72 with 6), p32 3 with u split at the steps (bench/tune,
+    // H200, the 3-instruction split: 4.23 ms against 4.83 at 9 split ahead; 12 warps a block).
     Halide::GeneratorParam<int> gpu_tc_warp_points{"gpu_tc_warp_points", 0};
     // Where u's fragments are split into tf32 values and remainders
     // (TensorCoreShape::split_u_at_steps): "ahead" (by u's own small kernel, 8 bytes a value),
     // "steps" (each mma step splits the float32 values it loads, as it splits v: half of u's
-    // bytes, about 10 more instructions a step) or "auto", the model's: p25 steps (bench/tune,
-    // H100: 1.80-1.87 ms against 1.93-2.01 ahead), p32 ahead (6.0-6.4 against 5.16).
+    // bytes, 6 more instructions a step) or "auto", the model's: steps for both (p25, bench/tune,
+    // H100: 1.80-1.87 ms against 1.93-2.01 ahead; p32 as gpu_tc_warp_points says).
     Halide::GeneratorParam<std::string> gpu_tc_u_split{"gpu_tc_u_split", "auto"};
     // `model` with round_mtiles, warp_points and the u split resolved (the form rejects a shape
     // it cannot take; an unknown gpu_tc_u_split throws CompileError here).
