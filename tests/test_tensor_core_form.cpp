@@ -168,9 +168,9 @@ TEST(TensorCoreForm, P25MatchesFloat64) {
 // p32 (p32_tc_cuda: up to 64 input channels staged, the minimum of the conv times scale)
 // against float64, for a scale of either sign, with 40 input channels (5 steps) and 20 output
 // channels (two rounds of 16, the second's last 12 past cout), odd sizes. Within 2e-5, a fifth
-// of the project's 1e-4: with v's remainders truncated by the mma (mma_splice.cpp) the largest
-// error here is 1.04e-5 at scale 2 (H200), against 8.0e-6 with them rounded; the bound relative
-// to the conditioning is TensorCoreAccuracy's.
+// of the project's 1e-4: with the operands' remainders truncated by the mma (mma_splice.cpp) and
+// u split at the steps the largest error here is 1.36e-5 at scale 2 (H200), against 8.0e-6 with
+// them rounded and u split ahead; the bound relative to the conditioning is TensorCoreAccuracy's.
 TEST(TensorCoreForm, P32MatchesFloat64) {
     REQUIRE_TENSOR_CORES();
     for (float scale : {2.0f, -1.5f}) {
