@@ -151,12 +151,16 @@ void gpu_conv_xy(P83Pipeline &p, const P83Params &t) {
             .gpu_threads(pa, pb, pc)
             .gpu_blocks(xo, yo, v.n);
     };
-    kept.compute_root().bound(v.x, 0, p.out_w).bound(v.y, 0, p.out_h).bound(v.c, 0, channels);
-    // Rows padded to whole vectors of the output kernel: none at an even
-    // width with vectors of 2. (At odd widths the padding leaves each row's
-    // last sector partly written, which costs the conv kernel a DRAM read a
-    // row; NOTES, "The output kernel in float2s".)
-    kept.align_storage(v.x, t.output_vector(p.xy_max_cin));
+    // Its rows as wide as the output's (the same as out_w, which the shape
+    // check requires): the output kernel's specialization on that width
+    // being a multiple of its vector then proves the rows' vectors aligned.
+    // (Rows padded to the vector instead, align_storage, left each row's last
+    // sector partly written at odd widths, which costs the conv kernel a DRAM
+    // read a row; NOTES, "The output kernel in float2s".)
+    kept.compute_root()
+        .bound(v.x, 0, p.output.output_buffer().dim(0).extent())
+        .bound(v.y, 0, p.out_h)
+        .bound(v.c, 0, channels);
     block_nest(kept, bx, by);
     // The copy unrolled: the fused item's pixel and channel then fold into
     // constants (a rolled loop spent ~30 integer instructions an element).
