@@ -45,10 +45,10 @@ int TensorCoreParams::step_unroll(const blocks::TensorCoreShape &shape) const {
 // one block of 12 warps (3 points a warp). u's fragments are a small kernel of their own
 // (float32 values, which the steps split: p25 147 KB for its 64 output channels, p32 1.2 MB
 // for its 128), read by every block through L1.
-// p25 (128 x 16 x 256 x 256), H100: 1.81 ms with u split at the steps (bench/tune: 1.80-1.87
-// against 1.93-2.01 split ahead, as it was; the tile form, p25_xy_cuda, 2.96); ncu: 148
-// registers, issue 55%, L1 59%, L2 34%, tensor pipe 21%: bound by issuing the splits' and
-// loads' instructions (schedules/NOTES.md, "u split at the steps").
+// p25 (128 x 16 x 256 x 256), H200: 1.64 ms with u split at the steps (the split ahead was
+// 7% slower, H100); ncu: 184 registers, issue 51%, L1 65%, L2 25%, tensor pipe 23%: bound by
+// issuing the splits' and loads' instructions (schedules/NOTES.md, "The split in 3
+// instructions").
 // p32 (64 x 64 x 256 x 256), H200: 4.23 ms (bench/tune) with 12 warps of 3 points, u split at
 // the steps and its 8 steps unrolled, against 4.83 with 4 warps of 9 points split ahead (NOTES,
 // "The split in 3 instructions").
