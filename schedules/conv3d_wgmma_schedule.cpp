@@ -71,15 +71,16 @@ void gpu_conv3d_min_depth_wgmma(blocks::ConvMinDepthWgmma &m, blocks::Softmax &s
         .gpu_threads(tx, ty, tz);
 
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
-    out.tile(v.x, v.y, xo, yo, xi, yi, 32, 8, TailStrategy::GuardWithIf)
+    constexpr int kBlockX = 32, kBlockY = 8;  // the softmax's pixels a block
+    out.tile(v.x, v.y, xo, yo, xi, yi, kBlockX, kBlockY, TailStrategy::GuardWithIf)
         .reorder(v.c, xi, yi, xo, yo, v.n)
         .gpu_blocks(xo, yo, v.n)
         .gpu_threads(xi, yi);
     // One block's storage, stated (bound_storage): else the host sizes it by a loop over the blocks.
     softmax.exp_c.compute_at(out, xo)
         .store_in(MemoryType::GPUShared)
-        .bound_storage(v.x, 32)
-        .bound_storage(v.y, 8)
+        .bound_storage(v.x, kBlockX)
+        .bound_storage(v.y, kBlockY)
         .reorder(v.c, v.x, v.y, v.n)
         .gpu_threads(v.x, v.y);
     softmax.max_c.compute_at(softmax.exp_c, v.x);

@@ -342,7 +342,7 @@ void gpu(P83Pipeline &p, const P83Params &t) {
     if (vec > 1) {
         // Rows of whole vectors: x in vectors of `vec` floats, where the
         // output's width and strides are multiples of it (the kept conv's
-        // rows are padded to one: align_storage in the conv's schedule), so
+        // rows are as wide as the output's: its bound in gpu_conv_xy), so
         // that every vector is aligned. The output's host alignment (the
         // generator's) says the same of its base, which the runtime checks.
         OutputImageParam ob = out.output_buffer();
