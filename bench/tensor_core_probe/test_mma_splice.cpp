@@ -151,7 +151,7 @@ TEST(MmaSplice, WgmmaGroupOfTwelveBecomesOneSelfContainedStep) {
     EXPECT_EQ(count(out, "fc_wg24"), 0);
     EXPECT_EQ(count(out, "wgmma.mma_async.sync.aligned.m64n24k8.f32.tf32.tf32"), 3);
     EXPECT_EQ(count(out, "wgmma.fence.sync.aligned;"), 1);
-    EXPECT_EQ(count(out, "fence.proxy.async.shared::cta;"), 1);
+    EXPECT_EQ(count(out, "fence.proxy.async.shared::cta;"), 0);  // the module has no barrier
     EXPECT_EQ(count(out, "wgmma.commit_group.sync.aligned;"), 1);
     EXPECT_EQ(count(out, "wgmma.wait_group.sync.aligned 0;"), 1);
     EXPECT_EQ(count(out, ".target sm_90a"), 1);
@@ -165,6 +165,25 @@ TEST(MmaSplice, WgmmaGroupOfTwelveBecomesOneSelfContainedStep) {
     const size_t third = out.find("{%twh0, %twh1, %twh2, %twh3}, %twd0");
     EXPECT_TRUE(first < second && second < third && third != std::string::npos);
     assemble(out, "sm_90a", "tc_wgmma_spliced.ptx");
+}
+
+// Threads' stores to B reach the steps' async reads through a proxy fence before each barrier
+// (not one in every step); modules without wgmma keep their barriers as they are.
+TEST(MmaSplice, WgmmaModulesFenceTheProxyBeforeEachBarrier) {
+    std::vector<std::string> ops = operands(17);
+    ops[16] = "0";
+    const std::vector<int> order = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    std::vector<std::string> gaps(order.size());
+    gaps[0] = "\tbar.sync \t0;\n";
+    const std::string ptx = module("wg24", order, gaps, std::vector<std::vector<std::string>>(12, ops));
+    const std::string out = splice_mma(ptx);
+    EXPECT_EQ(count(out, "fence.proxy.async.shared::cta;"), 1);
+    const size_t fence = out.find("\tfence.proxy.async.shared::cta;\n\tbar.sync \t0;");
+    EXPECT_NE(fence, std::string::npos) << out;
+    EXPECT_LT(fence, out.find("wgmma.mma_async"));
+    assemble(out, "sm_90a", "tc_wgmma_fenced.ptx");
+    const std::string mma = module("8", {0, 1, 2, 3}, {"\tbar.sync \t0;\n"});
+    EXPECT_EQ(count(splice_mma(mma), "fence.proxy.async"), 0);
 }
 
 TEST(MmaSplice, WgmmaGroupsMustBeWhole) {

@@ -160,8 +160,9 @@ std::string replacement(const CallSite &first, const std::vector<std::string> &r
 // shared memory at the byte address of operand 16 (the tf32 values; their remainders 768 bytes
 // on), as K-major core matrices (8 rows x 16 bytes; the two k-cores 384 bytes apart, the n-cores
 // 128). The split: the tf32 value is x's bits with the low 13 cleared, the remainder x minus that
-// (exact; the tensor cores truncate it). The step is self-contained: the generic proxy fenced
-// (B was written by ordinary stores), the three wgmma issued, committed and waited for at once.
+// (exact; the tensor cores truncate it). The three wgmma are issued, committed and waited for
+// at once. B was written by ordinary stores before a barrier: fence_barriers_for_wgmma fences
+// the generic proxy there.
 std::string wgmma_replacement(const CallSite &first, const std::vector<std::string> &results) {
     const auto &a = first.args;
     std::string t = "{ // a tensor-core step: 3xTF32 wgmma.m64n24k8\n"
@@ -195,7 +196,6 @@ std::string wgmma_replacement(const CallSite &first, const std::vector<std::stri
         if (d == 0) t += "\tadd.u32 %twb, %twb, " + std::to_string(kRemainders) + ";\n";
     }
     t += "\tsetp.ne.b32 %twp, 1, 0;\n"
-         "\tfence.proxy.async.shared::cta;\n"
          "\twgmma.fence.sync.aligned;\n";
     const std::string op = "\twgmma.mma_async.sync.aligned.m64n24k8.f32.tf32.tf32 {%twc0, %twc1, %twc2, %twc3, "
                            "%twc4, %twc5, %twc6, %twc7, %twc8, %twc9, %twc10, %twc11}, ";
@@ -205,6 +205,17 @@ std::string wgmma_replacement(const CallSite &first, const std::vector<std::stri
     t += "\twgmma.commit_group.sync.aligned;\n\twgmma.wait_group.sync.aligned 0;\n";
     for (int k = 0; k < 12; k++) t += "\tmov.f32 " + results[k] + ", %twc" + std::to_string(k) + ";\n";
     return t + "}\n";
+}
+
+// The steps read B (shared memory) through the async proxy, which sees the threads' ordinary
+// stores only after a proxy fence. Halide separates a shared Func's producer nest from its
+// consumers by a barrier: each thread fences its own writes just before every barrier, so that
+// after it the whole block's writes are visible to the steps (CUTLASS's order for threads'
+// stores that wgmma reads). Once a barrier, not once a step: a fence in every step cost p24's
+// probe 7% (schedules/NOTES.md).
+std::string fence_barriers_for_wgmma(const std::string &ptx) {
+    static const std::regex barrier(R"((^|\n)([ \t]*)((@!?%p\d+[ \t]+)?bar(rier)?\.sync))");
+    return std::regex_replace(ptx, barrier, "$1$2fence.proxy.async.shared::cta;\n$2$3");
 }
 
 // wgmma needs PTX ISA 8.0 and the sm_90a target: the module's header raised to them.
@@ -261,7 +272,7 @@ std::string splice_mma(const std::string &ptx, int *groups) {
     if (out.find("fc_mma") != std::string::npos || out.find("fc_wg24") != std::string::npos)
         throw std::runtime_error("a reference to a placeholder is left that is not a placeholder call");
     if (groups) *groups = count;
-    return wgmma ? retarget_sm90a(out) : out;
+    return wgmma ? retarget_sm90a(fence_barriers_for_wgmma(out)) : out;
 }
 
 }  // namespace fusedconv::cuda

@@ -26,9 +26,11 @@
 // columns 8 j + 2 t and + 1), A its 4 elements (the RS form's: mma.m16n8k8's A layout in each
 // warp's 16 rows), split in the kernel, and B in shared memory at byte address b_address (tf32
 // values; their remainders 768 bytes on) as K-major core matrices. A group is twelve calls, and
-// its replacement is self-contained: fence, three wgmma, commit, wait. Every thread of the
-// warpgroup must execute it together. A module with such a group is retargeted to PTX 8.0 and
-// sm_90a, so it loads on sm_90 GPUs only.
+// its replacement is wgmma.fence, three wgmma, commit, wait. Every thread of the warpgroup must
+// execute it together. B must have been written before a barrier (as Halide orders a shared
+// Func's producer and consumers): in a module with such a group every barrier is preceded by a
+// proxy fence (fence.proxy.async.shared::cta), which makes the threads' stores visible to the
+// steps; the module is retargeted to PTX 8.0 and sm_90a, so it loads on sm_90 GPUs only.
 #pragma once
 
 #include <string>
