@@ -3,6 +3,7 @@
 #include "env_switch.h"
 #include "ptx_specialize.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -46,6 +47,7 @@ std::unordered_map<void *, std::shared_ptr<const Module>> modules;
 std::unordered_map<void *, Function> functions;
 
 thread_local int scopes = 0;
+thread_local int scope_max_registers = 0;  // the innermost scope's cap (0: none)
 
 bool enabled() {
     static const bool on = env_switch_on("FUSEDCONV_SHAPE_VARIANTS");
@@ -62,6 +64,17 @@ Variant compile(const Function &fn, const std::vector<uint32_t> &args) {
         const std::string ptx = specialize_entry(fn.image->ptx, fn.entry, values);
         std::vector<int> opts = fn.image->options;
         std::vector<void *> vals = fn.image->values;
+        if (scope_max_registers > 0) {
+            void *cap = reinterpret_cast<void *>(static_cast<uintptr_t>(scope_max_registers));
+            auto at = std::find(opts.begin(), opts.end(), kJitMaxRegisters);
+            if (at != opts.end()) {  // the lower of the module's cap and the scope's
+                void *&v = vals[static_cast<size_t>(at - opts.begin())];
+                if (reinterpret_cast<uintptr_t>(v) > static_cast<uintptr_t>(scope_max_registers)) v = cap;
+            } else {
+                opts.push_back(kJitMaxRegisters);
+                vals.push_back(cap);
+            }
+        }
         void *m = nullptr, *f = nullptr;
         if (int rc = driver.load(&m, ptx.c_str(), static_cast<unsigned>(opts.size()), opts.data(), vals.data())) {
             std::fprintf(stderr, "fusedconv: the CUDA JIT refused a shape variant of %s (%d)\n", fn.entry.c_str(), rc);
@@ -141,8 +154,14 @@ void forget_variant_module(void *module, bool unload_variants) {
     }
 }
 
-ShapeVariantScope::ShapeVariantScope() { scopes++; }
-ShapeVariantScope::~ShapeVariantScope() { scopes--; }
+ShapeVariantScope::ShapeVariantScope(int max_registers) : outer_max_registers_(scope_max_registers) {
+    scopes++;
+    if (max_registers > 0) scope_max_registers = max_registers;
+}
+ShapeVariantScope::~ShapeVariantScope() {
+    scopes--;
+    scope_max_registers = outer_max_registers_;
+}
 
 void *variant_for_launch(void *f, void **params) {
     if (scopes == 0 || !enabled() || !params) return f;

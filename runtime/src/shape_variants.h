@@ -45,13 +45,19 @@ void forget_variant_module(void *module, bool unload_variants = true);
 // its variant for them; else f.
 void *variant_for_launch(void *f, void **params);
 
-// While one lives, this thread's launches take their shape variants.
+// While one lives, this thread's launches take their shape variants. `max_registers` > 0 caps
+// the registers a thread of the variants compiled in the scope (CU_JIT_MAX_REGISTERS, where the
+// module's own cap is higher): a kernel's variant is compiled once, by the first scope that
+// launches it with those arguments.
 class ShapeVariantScope {
 public:
-    ShapeVariantScope();
+    explicit ShapeVariantScope(int max_registers = 0);
     ~ShapeVariantScope();
     ShapeVariantScope(const ShapeVariantScope &) = delete;
     ShapeVariantScope &operator=(const ShapeVariantScope &) = delete;
+
+private:
+    int outer_max_registers_;
 };
 
 }  // namespace fusedconv::cuda
