@@ -4,12 +4,13 @@ namespace fusedconv::schedules {
 
 using namespace Halide;
 
-// Two kernels.
+// Three kernels.
+// (0) bw: the weights as the steps' B, split, once a call (2 us).
 // (1) mins: a block of 128 threads (one warpgroup: t, g, w as wgmma's fragment orders them) per
 // 64 output pixels of one sample (32 columns of a pair of rows). Each thread walks the output
 // depths; at each, its 12 sums in registers from the 14 k-steps (the placeholders spliced into
-// wgmma), folded into its 12 running minima; then its 12 minima plus bias to global memory. The
-// weights (B) are staged first, split, into the block's shared memory by the same 128 threads.
+// wgmma), folded into its 12 running minima; then its 12 minima plus bias to global memory. B is
+// copied first into the block's shared memory by the same 128 threads.
 // Nothing may guard a step: the thread extents are the block's, and pixels past the plane are
 // computed (clamped) and not stored. Specialized on 3 input channels (p24's), where every tap
 // row's channel test folds. mins is stored with the pixel's column (g, w) innermost: a warp's
@@ -21,7 +22,8 @@ using namespace Halide;
 // tap's input offset was an induction variable, 122 registers and 4 blocks an SM. More blocks an
 // SM (the JIT capped at 80 or 64 registers) were not faster. The runtime compiles the kernel
 // again for each shape, its strides as constants (runtime/src/shape_variants.h): 238 us, 64
-// registers.
+// registers. H200, with B split once a call and the variant capped at 80 registers (ops.cpp):
+// 207 us at 77 registers; the call 0.250-0.255 ms.
 // (2) out: the softmax over channels, a thread per pixel of a 32 x 8 block. Each thread's
 // exponentials go to the block's shared memory (its pixel's maximum first, from mins), so that the
 // sum and the output read them instead of computing each exp twice: 14.5 us (ncu, H100).
