@@ -20,7 +20,7 @@ using namespace Halide;
 // 36%, issue 46%; the whole call 0.30-0.31 ms against 0.40-0.41 for the SIMT kernel. The
 // generator turns LLVM's loop strength reduction off (p24_conv3d_min_softmax.cpp): with it each
 // tap's input offset was an induction variable, 122 registers and 4 blocks an SM. More blocks an
-// SM (the JIT capped at 80 or 64 registers) were not faster. The runtime compiles the kernel
+// SM (the JIT capped at 80 or 64 registers) were not faster then. The runtime compiles the kernel
 // again for each shape, its strides as constants (runtime/src/shape_variants.h): 238 us, 64
 // registers. H200, with B split once a call and the variant capped at 80 registers (ops.cpp):
 // 207 us at 77 registers; the call 0.250-0.255 ms.
@@ -58,8 +58,9 @@ void gpu_conv3d_min_depth_wgmma(blocks::ConvMinDepthWgmma &m, blocks::Softmax &s
     // share one block shape). Each block splitting its own B spent 20% of the kernel's
     // instructions and held 30% of its stall samples (H200, ncu).
     Var i("wi"), io("wio"), ii("wii"), i1("wi1"), tx("wtx"), ty("wty"), tz("wtz");
-    auto whole_b = [&](Func f) -> Func & {
-        return f.bound(m.e, 0, 4)
+    // Both Funcs over all of B, its dimensions fused into i (Func is a handle: the copy schedules f).
+    auto whole_b = [&](Func f) -> Func {
+        f.bound(m.e, 0, 4)
             .bound(m.co, 0, blocks::kWgmmaMaxCout)
             .bound(m.kc, 0, 2)
             .bound(m.part, 0, 2)
@@ -68,6 +69,7 @@ void gpu_conv3d_min_depth_wgmma(blocks::ConvMinDepthWgmma &m, blocks::Softmax &s
             .fuse(i, m.kc, i)
             .fuse(i, m.part, i)
             .fuse(i, m.s, i);
+        return f;
     };
     Func staged = m.bw.in();
     staged.compute_at(m.mins, m.pb).store_in(MemoryType::GPUShared);
