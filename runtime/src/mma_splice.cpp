@@ -104,6 +104,22 @@ bool gap_allows_move(const std::string &gap, const std::vector<std::string> &ope
     return true;
 }
 
+// x (register or immediate `src`) split into a tf32 value `hi` and the remainder `lo` (b32
+// registers, as the mma takes them), through the f32 registers `x` and `hf`: hi is x's bits with
+// the 13 low bits cleared, after adding half a tf32 ulp where `round_hi` (to nearest, ties away
+// from zero; else truncated), lo = x - hi is exact, and the tensor cores truncate it.
+std::string tf32_split(const std::string &src, const std::string &x, const std::string &hf,
+                       const std::string &hi, const std::string &lo, bool round_hi) {
+    std::string t = "\tmov.f32 " + x + ", " + src + ";\n";
+    t += "\tmov.b32 " + hi + ", " + x + ";\n";
+    if (round_hi) t += "\tadd.u32 " + hi + ", " + hi + ", 4096;\n";  // half a tf32 ulp
+    t += "\tand.b32 " + hi + ", " + hi + ", -8192;\n";                // the 13 low bits cleared
+    t += "\tmov.b32 " + hf + ", " + hi + ";\n";
+    t += "\tsub.rn.f32 " + x + ", " + x + ", " + hf + ";\n";           // lo, exact
+    t += "\tmov.b32 " + lo + ", " + x + ";\n";
+    return t;
+}
+
 // The inline replacement of one group: operands copied into registers of a scope of its own
 // (the placeholders' operands may be immediates), B (and for "8", A) split into tf32 high and
 // low parts, three mma.sync, the four elements copied to the calls' result registers.
@@ -124,14 +140,8 @@ std::string replacement(const CallSite &first, const std::vector<std::string> &r
                     "\t.reg .f32 %tcx<6>, %tct<6>, %tcc<4>, %tcd<4>;\n";
     for (int k = 0; k < 4; k++) t += "\tmov.f32 %tcc" + std::to_string(k) + ", " + a[k] + ";\n";
     auto split = [&t](const std::string &src, int k) {
-        const std::string K = std::to_string(k), x = "%tcx" + K, hi = "%tch" + K, hf = "%tct" + K;
-        t += "\tmov.f32 " + x + ", " + src + ";\n";
-        t += "\tmov.b32 " + hi + ", " + x + ";\n";
-        t += "\tadd.u32 " + hi + ", " + hi + ", 4096;\n";   // half a tf32 ulp: to nearest, ties away
-        t += "\tand.b32 " + hi + ", " + hi + ", -8192;\n";  // the 13 low bits cleared
-        t += "\tmov.b32 " + hf + ", " + hi + ";\n";
-        t += "\tsub.rn.f32 " + x + ", " + x + ", " + hf + ";\n";  // lo, exact; the mma truncates it
-        t += "\tmov.b32 %tcl" + K + ", " + x + ";\n";
+        const std::string K = std::to_string(k);
+        t += tf32_split(src, "%tcx" + K, "%tct" + K, "%tch" + K, "%tcl" + K, true);
     };
     std::string ah, al;
     if (presplit) {
@@ -173,12 +183,7 @@ std::string wgmma_replacement(const CallSite &first, const std::vector<std::stri
     for (int k = 0; k < 12; k++) t += "\tmov.f32 %twc" + std::to_string(k) + ", " + a[k] + ";\n";
     for (int k = 0; k < 4; k++) {
         const std::string K = std::to_string(k);
-        t += "\tmov.f32 %twx" + K + ", " + a[12 + k] + ";\n";
-        t += "\tmov.b32 %twh" + K + ", %twx" + K + ";\n";
-        t += "\tand.b32 %twh" + K + ", %twh" + K + ", -8192;\n";
-        t += "\tmov.b32 %twy" + K + ", %twh" + K + ";\n";
-        t += "\tsub.rn.f32 %twx" + K + ", %twx" + K + ", %twy" + K + ";\n";
-        t += "\tmov.b32 %twl" + K + ", %twx" + K + ";\n";
+        t += tf32_split(a[12 + k], "%twx" + K, "%twy" + K, "%twh" + K, "%twl" + K, false);
     }
     // Descriptors: start address >> 4 (14 bits), leading-dimension offset (between the k-cores)
     // >> 4 at bit 16, stride-dimension offset (between the n-cores) >> 4 at bit 32, no swizzle.

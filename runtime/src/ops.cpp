@@ -262,10 +262,11 @@ void p24_run(const char *who, const Tensor &input, const Tensor &weight, const T
                 }
                 // The wgmma kernel compiled for this shape: its tap rows at constant offsets
                 // (H100: the call 0.276-0.278 ms against 0.295-0.298; shape_variants.h), with at
-                // most 80 registers a thread: the JIT's own choice, 128, fits 4 blocks an SM
+                // most kMaxRegisters a thread: the JIT's own choice, 128, fits 4 blocks an SM
                 // (H200: the kernel 207 us against 217, ncu; the call 0.250-0.255 ms against
                 // 0.261-0.262).
-                cuda::ShapeVariantScope variants(80);
+                constexpr int kMaxRegisters = 80;
+                cuda::ShapeVariantScope variants(kMaxRegisters);
                 check_halide(fusedconv_p24_wg_cuda(in, weight.raw(), bias.raw(), o), what);
             };
             // The softmax over channels makes every channel of a pixel NaN where one is (its
