@@ -42,6 +42,7 @@ constexpr int kCaptureModeGlobal = 0;        // CU_STREAM_CAPTURE_MODE_GLOBAL
 constexpr unsigned kEventDisableTiming = 0x2; // CU_EVENT_DISABLE_TIMING
 constexpr int kCaptureActive = 1, kCaptureInvalidated = 2;
 constexpr int kComputeCapabilityMajor = 75;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+constexpr int kMultiprocessorCount = 16;    // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 constexpr int kComputeCapabilityMinor = 76;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
 
 // cuda.h's CUDA_MEMCPY2D (cuMemcpy2DAsync_v2's argument).
@@ -117,6 +118,10 @@ struct Driver {
     std::mutex pinned_mutex;
     std::string failure;  // "" when usable
     std::vector<int> cc_major, cc_minor;  // per device, read at init
+    std::vector<int> sm_counts;            // per device, read at init (0: unknown)
+    // Per device, the side stream of side_stream (created on first use, kept).
+    std::map<int, CUstream> side_streams;
+    std::mutex side_mutex;
 };
 
 Driver &driver() {
@@ -232,14 +237,16 @@ std::string try_init() {
     if (count < 1) return "no CUDA device is present";
     for (int i = 0; i < count; ++i) {
         CUdevice dev = 0;
-        int major = 0, minor = 0;
+        int major = 0, minor = 0, sms = 0;
         if (d.cuDeviceGet(&dev, i) != 0 ||
             d.cuDeviceGetAttribute(&major, kComputeCapabilityMajor, dev) != 0 ||
             d.cuDeviceGetAttribute(&minor, kComputeCapabilityMinor, dev) != 0) {
             major = minor = 0;  // unknown: no tensor-core kernels on it
         }
+        if (d.cuDeviceGetAttribute(&sms, kMultiprocessorCount, dev) != 0) sms = 0;
         d.cc_major.push_back(major);
         d.cc_minor.push_back(minor);
+        d.sm_counts.push_back(sms);
     }
     d.primary.reset(new std::atomic<CUcontext>[count]);
     for (int i = 0; i < count; ++i) d.primary[i].store(nullptr);
@@ -405,7 +412,10 @@ constexpr size_t kPinnedBlockBytes = 64 * 1024;
 
 // A page-locked host block of at least `bytes` (from the free list, else
 // new, portable to every context), or null when the driver cannot give one.
-std::pair<void *, size_t> pinned_acquire(size_t bytes) {
+// cuMemHostAlloc needs a current context: `device`'s is pushed for it (without
+// one it fails with CUDA_ERROR_INVALID_CONTEXT, and every copy went to
+// pageable memory; compute-sanitizer's memcheck reported each failure).
+std::pair<void *, size_t> pinned_acquire(int device, size_t bytes) {
     Driver &d = driver();
     {
         std::lock_guard<std::mutex> lock(d.pinned_mutex);
@@ -419,7 +429,10 @@ std::pair<void *, size_t> pinned_acquire(size_t bytes) {
     if (!d.cuMemHostAlloc) return {nullptr, 0};
     const size_t size = std::max(bytes, kPinnedBlockBytes);
     void *p = nullptr;
-    if (d.cuMemHostAlloc(&p, size, kMemHostAllocPortable) || !p) return {nullptr, 0};
+    if (with_context(device, [&] { return d.cuMemHostAlloc(&p, size, kMemHostAllocPortable); }) ||
+        !p) {
+        return {nullptr, 0};
+    }
     return {p, size};
 }
 
@@ -448,7 +461,7 @@ void copy_rows_to_host_and_wait(void *host, uint64_t device_ptr, size_t pitch, s
     const size_t bytes = row_bytes * rows;
     const std::string where = "CUDA device " + std::to_string(tl_device) + ", stream " +
                               pointer_string(stream) + ": ";
-    const std::pair<void *, size_t> block = pinned_acquire(bytes);
+    const std::pair<void *, size_t> block = pinned_acquire(tl_device, bytes);
     void *target = block.first ? block.first : host;
     CUresult r = with_context(tl_device, [&] {
         if (rows == 1) return d.cuMemcpyDtoHAsync(target, device_ptr, bytes, stream);
@@ -512,6 +525,25 @@ std::string peer_copy_what(int src_device, int dst_device, size_t bytes) {
 // 2026-11-25: the sharded forward's second shard ran after the first, 4.0 ms
 // for p24's batch 1024 against 1.7 ms per half): the copies run on
 // non-blocking streams.
+int sm_count(int device) {
+    Driver &d = driver();
+    return init().empty() && device >= 0 && device < d.count ? d.sm_counts[device] : 0;
+}
+
+void *side_stream(int device) {
+    check_device(device, "side stream");
+    Driver &d = driver();
+    auto create = require_entry(d.cuStreamCreate, "cuStreamCreate");
+    std::lock_guard<std::mutex> lock(d.side_mutex);
+    auto it = d.side_streams.find(device);
+    if (it != d.side_streams.end()) return it->second;
+    CUstream s = nullptr;
+    check(with_context(device, [&] { return create(&s, kStreamNonBlocking); }),
+          "CUDA device " + std::to_string(device) + ": cuStreamCreate (side stream)");
+    d.side_streams[device] = s;
+    return s;
+}
+
 void *copy_stream(int device, int lane) {
     check_device(device, "copy stream");
     if (lane < 0 || lane > 1) {
