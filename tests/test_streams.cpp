@@ -5,12 +5,14 @@
 // with a message without a GPU; the multi-GPU ones also without a second.
 #include "test_util.h"
 
+#include "batch_halves.h"  // runtime/src: p83's batch in two halves on two streams
 #include "cuda_context.h"  // runtime/src: streams and graph capture via the driver
 #include "fusedconv/ops.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -149,6 +151,57 @@ TEST(GpuStreams, TwoThreadsOnTwoStreamsAtOnceAreCorrect) {
     b.join();
     EXPECT_TRUE(ok[0]);
     EXPECT_TRUE(ok[1]);
+}
+
+// p83's batch in two halves (batch_halves.h): the first half on the caller's stream, the second
+// on the device's side stream, joined before the NaN check. Forced on small batches (3: halves of
+// 1 and 2; 2: of 1 and 1), from two threads on two streams at once (both halves' second parts on
+// the one side stream), with a NaN in a second half's sample (recomputed in the direct form after
+// the join): every output is bit for bit the one call's, and the float64 result.
+TEST(GpuStreams, P83BatchInTwoHalvesGivesTheOneCallsOutput) {
+    FUSEDCONV_REQUIRE_GPU();
+    struct Restore {
+        detail::BatchHalves before = detail::batch_halves();
+        ~Restore() { detail::set_batch_halves(before); }
+    } restore;
+    Conv3dGroupNormMinClampDropout p83(3, 8, 3, 2, 2.0f, 2.0f, 0.2f, DeviceChoice::GPU, 14);
+    p83.set_clamp(-1.0f, 2.0f);  // GroupNorm values reach the output; training: dropout too
+    Tensor x[2] = {random_tensor({3, 3, 6, 12, 10}, 15), random_tensor({2, 3, 5, 9, 11}, 16)};
+    x[0].data()[2 * 3 * 6 * 12 * 10 + 77] = NAN;  // sample 2: the second half's second sample
+    HostTensor ref[2];
+    Tensor d[2];
+    std::vector<float> one_call[2];
+    detail::set_batch_halves(detail::BatchHalves::Never);
+    for (int t = 0; t < 2; ++t) {
+        ref[t] = p83_reference(p83, x[t]);
+        d[t] = x[t].to(Device::GPU);
+        one_call[t] = p83.forward(d[t]).to_vector();
+        ASSERT_TRUE(matches(Tensor::from_vector(ref[t].shape, one_call[t]), ref[t], 1e-4));
+    }
+    synchronize();
+    detail::set_batch_halves(detail::BatchHalves::Always);
+    const int64_t runs_before = detail::batch_halves_runs();
+    Stream s0, s1;
+    const Stream *streams[2] = {&s0, &s1};
+    bool same[2] = {true, true}, close[2] = {true, true};
+    constexpr int kCalls = 10;
+    auto work = [&](int t) {
+        for (int i = 0; i < kCalls; ++i) {
+            Tensor a = p83.forward(d[t], streams[t]->options());  // waits for the stream (NaN check)
+            const std::vector<float> v = a.to_vector();
+            same[t] = same[t] && v.size() == one_call[t].size() &&
+                      std::memcmp(v.data(), one_call[t].data(), v.size() * sizeof(float)) == 0;
+            close[t] = close[t] && matches(a, ref[t], 1e-4);
+        }
+    };
+    std::thread a(work, 0), b(work, 1);
+    a.join();
+    b.join();
+    EXPECT_EQ(detail::batch_halves_runs() - runs_before, 2 * kCalls);
+    for (int t = 0; t < 2; ++t) {
+        EXPECT_TRUE(same[t]) << "input " << t << ": the halves' output differs from the one call's";
+        EXPECT_TRUE(close[t]) << "input " << t;
+    }
 }
 
 // Graph capture: p24 (kernels only) is recorded and its replay writes the

@@ -90,6 +90,16 @@ void copy_rows_to_host_and_wait(void *host, uint64_t device_ptr, size_t pitch, s
 void copy_peer_and_wait(int stream_device, int dst_device, uint64_t dst, int src_device,
                         uint64_t src, size_t bytes);
 
+// `device`'s side stream: a non-blocking stream on which a call runs part of
+// its work beside the caller's stream (batch_halves.h), created on first use
+// and kept for the process's life. Every call's work on it waits for its
+// caller's stream first and is waited for by it, so calls from several
+// threads only queue behind one another there.
+void *side_stream(int device);
+// `device`'s multiprocessor count, read at initialization (0 without a GPU,
+// for a bad index, or when the driver did not say).
+int sm_count(int device);
+
 // The pieces of a copy pipeline (sharded.cpp), all asynchronous:
 // - copy_stream: `device`'s non-blocking stream of peer copies for `lane` (0
 //   or 1: two lanes let copies in and out of a device run at once), created

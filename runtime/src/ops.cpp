@@ -3,6 +3,7 @@
 // Halide's CUDA hooks at that device and the caller's stream.
 #include "fusedconv/ops.h"
 
+#include "batch_halves.h"
 #include "cuda_context.h"
 #include "halide_call.h"
 #include "model_util.h"
@@ -380,7 +381,16 @@ void p83_run(const char *who, const Tensor &input, const Tensor &weight, const T
                             params.clamp_max, params.dropout_p, params.training, params.seed, o),
                          what);
         };
-        run_winograd_or_direct(xy, input, output, run, NanProbe::FirstOfEachChannel);
+        // The F(4x4, 3x3) library runs on the whole batch (a NaN sample's recomputation on its
+        // samples): in two halves on two streams where batch_halves.h says so.
+        const bool halves = xy && batch_halves_apply(output);
+        auto whole_or_halves = [&](bool winograd, halide_buffer_t *in, halide_buffer_t *o) {
+            if (!(winograd && halves)) return run(winograd, in, o);
+            run_batch_halves(input, output, [&](halide_buffer_t *i, halide_buffer_t *h) {
+                run(true, i, h);
+            });
+        };
+        run_winograd_or_direct(xy, input, output, whole_or_halves, NanProbe::FirstOfEachChannel);
     });
 }
 
