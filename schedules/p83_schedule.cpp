@@ -27,8 +27,9 @@ namespace {
 // 0.28 at 3.0 TB/s), 1.02 with F(4x4, 3x3) (2026-11-26); H100: 0.94 with the
 // statistics in the conv kernel and its input channels unrolled by 3
 // (fusedconv_bench, 2026-11-27); H200: 0.85 with the output kernel in
-// float2s (2026-11-28). schedules/NOTES.md has the alternatives
-// measured at each stage.
+// float2s, 0.82 with the runtime's batch in two halves on two streams
+// (runtime/src/batch_halves.h; 2026-11-28). schedules/NOTES.md has the
+// alternatives measured at each stage.
 void gpu_conv_direct(P83Pipeline &p, const P83Params &t) {
     blocks::V v;
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), yii("yii"), co("co"), ci("ci");
