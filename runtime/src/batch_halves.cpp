@@ -2,6 +2,7 @@
 
 #include "cuda_context.h"
 #include "env_switch.h"
+#include "fusedconv/error.h"
 #include "nan_check.h"
 
 #include <atomic>
@@ -48,6 +49,12 @@ bool batch_halves_apply(const Tensor &output) {
 
 void run_batch_halves(const Tensor &input, const Tensor &output,
                       const std::function<void(halide_buffer_t *, halide_buffer_t *)> &run) {
+    if (output.dim() < 1 || output.shape()[0] < 2 || input.dim() < 1 ||
+        input.shape()[0] != output.shape()[0]) {
+        throw Error("batch in two halves: needs an input and an output of one batch of at least "
+                    "2 samples, got " + shape_string(input.shape()) + " and " +
+                    shape_string(output.shape()));
+    }
     const int device = cuda::current_device();
     void *main = cuda::current_stream();
     void *side = cuda::side_stream(device);

@@ -42,8 +42,8 @@ constexpr int kCaptureModeGlobal = 0;        // CU_STREAM_CAPTURE_MODE_GLOBAL
 constexpr unsigned kEventDisableTiming = 0x2; // CU_EVENT_DISABLE_TIMING
 constexpr int kCaptureActive = 1, kCaptureInvalidated = 2;
 constexpr int kComputeCapabilityMajor = 75;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
-constexpr int kMultiprocessorCount = 16;    // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 constexpr int kComputeCapabilityMinor = 76;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+constexpr int kMultiprocessorCount = 16;     // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 
 // cuda.h's CUDA_MEMCPY2D (cuMemcpy2DAsync_v2's argument).
 constexpr int kMemoryTypeHost = 1, kMemoryTypeDevice = 2;  // CU_MEMORYTYPE_*
@@ -412,9 +412,8 @@ constexpr size_t kPinnedBlockBytes = 64 * 1024;
 
 // A page-locked host block of at least `bytes` (from the free list, else
 // new, portable to every context), or null when the driver cannot give one.
-// cuMemHostAlloc needs a current context: `device`'s is pushed for it (without
-// one it fails with CUDA_ERROR_INVALID_CONTEXT, and every copy went to
-// pageable memory; compute-sanitizer's memcheck reported each failure).
+// cuMemHostAlloc needs a current context (without one it fails with
+// CUDA_ERROR_INVALID_CONTEXT): `device`'s is pushed for it.
 std::pair<void *, size_t> pinned_acquire(int device, size_t bytes) {
     Driver &d = driver();
     {
@@ -520,11 +519,6 @@ std::string peer_copy_what(int src_device, int dst_device, size_t bytes) {
 
 }  // namespace
 
-// A peer copy on a blocking stream (the legacy default stream included) was
-// measured to wait for the kernels queued on the other GPU too (2 x H100,
-// 2026-11-25: the sharded forward's second shard ran after the first, 4.0 ms
-// for p24's batch 1024 against 1.7 ms per half): the copies run on
-// non-blocking streams.
 int sm_count(int device) {
     Driver &d = driver();
     return init().empty() && device >= 0 && device < d.count ? d.sm_counts[device] : 0;
@@ -544,6 +538,11 @@ void *side_stream(int device) {
     return s;
 }
 
+// A peer copy on a blocking stream (the legacy default stream included) was
+// measured to wait for the kernels queued on the other GPU too (2 x H100,
+// 2026-11-25: the sharded forward's second shard ran after the first, 4.0 ms
+// for p24's batch 1024 against 1.7 ms per half): the copies run on
+// non-blocking streams.
 void *copy_stream(int device, int lane) {
     check_device(device, "copy stream");
     if (lane < 0 || lane > 1) {
