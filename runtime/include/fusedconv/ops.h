@@ -17,7 +17,10 @@
 // stream (only); so does p24 on a GPU of compute capability 9.0 with 3x3x3
 // kernels, at most 3 input and 24 output channels and an input height of at
 // least 4 (its tensor-core form's check); otherwise p24 copies nothing to the
-// host.
+// host. p83 on a large batch (that form) runs half of it on a side stream of
+// the device, which waits for options.stream's earlier work and which
+// options.stream then waits for, so the call's work stays ordered on
+// options.stream (FUSEDCONV_BATCH_HALVES=0 keeps it all there; README).
 //
 // CUDA graph capture: on a capturing stream p24 takes its kernel without
 // tensor cores, which queues kernels only, so the call is recorded into the
