@@ -18,18 +18,6 @@ std::atomic<BatchHalves> &policy() {
 }
 
 std::atomic<int64_t> runs{0};
-
-// `waiter`'s later work waits for the work queued on `stream` so far.
-void wait_for(int device, void *waiter, void *stream) {
-    void *done = cuda::event_record(device, stream);
-    try {
-        cuda::stream_wait_event(device, waiter, done);
-    } catch (...) {
-        cuda::event_destroy(device, done);
-        throw;
-    }
-    cuda::event_destroy(device, done);
-}
 }  // namespace
 
 void set_batch_halves(BatchHalves p) { policy().store(p); }
@@ -60,23 +48,22 @@ void run_batch_halves(const Tensor &input, const Tensor &output,
     void *side = cuda::side_stream(device);
     const int n = static_cast<int>(output.shape()[0]), half = n / 2;
     runs.fetch_add(1);
-    // The side stream's half reads what the caller's stream wrote before the call.
-    wait_for(device, side, main);
-    {
-        Halide::Runtime::Buffer<float> in = sample_range(input, 0, half);
-        Halide::Runtime::Buffer<float> out = sample_range(output, 0, half);
+    auto run_samples = [&](int first, int count) {
+        Halide::Runtime::Buffer<float> in = sample_range(input, first, count);
+        Halide::Runtime::Buffer<float> out = sample_range(output, first, count);
         run(in.raw_buffer(), out.raw_buffer());
-    }
+    };
+    // The side stream's half reads what the caller's stream wrote before the call.
+    cuda::stream_wait_stream(device, side, main);
+    run_samples(0, half);
     std::exception_ptr failed;
     try {
         const cuda::Scope scope(device, side);
-        Halide::Runtime::Buffer<float> in = sample_range(input, half, n - half);
-        Halide::Runtime::Buffer<float> out = sample_range(output, half, n - half);
-        run(in.raw_buffer(), out.raw_buffer());
+        run_samples(half, n - half);
     } catch (...) {
         failed = std::current_exception();
     }
-    wait_for(device, main, side);
+    cuda::stream_wait_stream(device, main, side);
     if (failed) std::rethrow_exception(failed);
 }
 

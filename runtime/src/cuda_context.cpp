@@ -619,6 +619,26 @@ void stream_wait_event(int device, void *stream, void *event) {
               pointer_string(stream));
 }
 
+void stream_wait_stream(int device, void *waiter, void *stream) {
+    check_device(device, "stream_wait_stream");
+    Driver &d = driver();
+    auto create = require_entry(d.cuEventCreate, "cuEventCreate");
+    auto record = require_entry(d.cuEventRecord, "cuEventRecord");
+    auto wait = require_entry(d.cuStreamWaitEvent, "cuStreamWaitEvent");
+    auto destroy = require_entry(d.cuEventDestroy, "cuEventDestroy");
+    // One context push for the four calls; the event may go once the wait is queued.
+    CUresult r = with_context(device, [&] {
+        CUevent e = nullptr;
+        if (CUresult c = create(&e, kEventDisableTiming)) return c;
+        CUresult c = record(e, stream);
+        if (!c) c = wait(waiter, e, 0);
+        destroy(e);
+        return c;
+    });
+    check(r, "CUDA device " + std::to_string(device) + ": stream " + pointer_string(waiter) +
+                 " waiting for stream " + pointer_string(stream));
+}
+
 void event_destroy(int device, void *event) noexcept {
     Driver &d = driver();
     if (!event || !d.cuEventDestroy || device < 0 || device >= d.count) return;

@@ -115,6 +115,9 @@ void copy_peer_async(void *stream, int stream_device, int dst_device, uint64_t d
 void *event_record(int device, void *stream);
 void stream_wait_event(int device, void *stream, void *event);
 void event_destroy(int device, void *event) noexcept;
+// `waiter`'s later work waits for the work queued on `stream` so far (an event
+// recorded there, waited for, and destroyed).
+void stream_wait_stream(int device, void *waiter, void *stream);
 
 // Waits for all work of every device this process used (cuCtxSynchronize of
 // each retained primary context); no-op without a GPU.
