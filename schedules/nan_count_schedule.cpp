@@ -33,4 +33,20 @@ void schedule_count_nan(Func count, const RDom &r, const Target &target) {
     }
 }
 
+// GPU: one kernel, a thread per sample (blocks of 64), its sum in registers
+// with the elements' loads 8 at a time (unrolled, so that they are in flight
+// together: the elements lie a channel apart, each a DRAM access). Its one
+// store per sample may go to host memory. CPU: a loop.
+void schedule_count_nan_small(Func count, Func sum, const RDom &r, const Target &target) {
+    Var n = count.args()[0], no("no"), ni("ni");
+    if (target.has_gpu_feature()) {
+        RVar ro("ro"), ri("ri");
+        count.gpu_tile(n, no, ni, 64, TailStrategy::GuardWithIf);
+        sum.compute_at(count, ni).store_in(MemoryType::Register);
+        sum.update().split(r.x, ro, ri, 8, TailStrategy::GuardWithIf).unroll(ri);
+    } else {
+        sum.compute_at(count, n);
+    }
+}
+
 }  // namespace fusedconv::schedules

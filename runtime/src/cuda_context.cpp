@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -99,6 +100,7 @@ struct Driver {
     CUresult (*cuEventDestroy)(CUevent) = nullptr;
     CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned) = nullptr;
     CUresult (*cuMemHostAlloc)(void **, size_t, unsigned) = nullptr;
+    CUresult (*cuMemHostGetDevicePointer)(uint64_t *, void *, unsigned) = nullptr;
 
     int count = 0;
     // Primary context per device index, retained on first use (retaining
@@ -231,6 +233,7 @@ std::string try_init() {
     load(lib, "cuEventDestroy_v2", d.cuEventDestroy);
     load(lib, "cuStreamWaitEvent", d.cuStreamWaitEvent);
     load(lib, "cuMemHostAlloc", d.cuMemHostAlloc);
+    load(lib, "cuMemHostGetDevicePointer_v2", d.cuMemHostGetDevicePointer);
     if (CUresult r = d.cuInit(0)) return "cuInit failed: " + describe(r);
     int count = 0;
     if (CUresult r = d.cuDeviceGetCount(&count)) return "cuDeviceGetCount failed: " + describe(r);
@@ -407,11 +410,13 @@ Capture capture_status() {
 
 namespace {
 
-constexpr unsigned kMemHostAllocPortable = 0x1;  // CU_MEMHOSTALLOC_PORTABLE
+constexpr unsigned kMemHostAllocPortable = 0x1;   // CU_MEMHOSTALLOC_PORTABLE
+constexpr unsigned kMemHostAllocDeviceMap = 0x2;  // CU_MEMHOSTALLOC_DEVICEMAP
 constexpr size_t kPinnedBlockBytes = 64 * 1024;
 
 // A page-locked host block of at least `bytes` (from the free list, else
-// new, portable to every context), or null when the driver cannot give one.
+// new, portable to every context and mapped into the devices' address space),
+// or null when the driver cannot give one.
 // cuMemHostAlloc needs a current context (without one it fails with
 // CUDA_ERROR_INVALID_CONTEXT): `device`'s is pushed for it.
 std::pair<void *, size_t> pinned_acquire(int device, size_t bytes) {
@@ -428,8 +433,8 @@ std::pair<void *, size_t> pinned_acquire(int device, size_t bytes) {
     if (!d.cuMemHostAlloc) return {nullptr, 0};
     const size_t size = std::max(bytes, kPinnedBlockBytes);
     void *p = nullptr;
-    if (with_context(device, [&] { return d.cuMemHostAlloc(&p, size, kMemHostAllocPortable); }) ||
-        !p) {
+    const unsigned flags = kMemHostAllocPortable | kMemHostAllocDeviceMap;
+    if (with_context(device, [&] { return d.cuMemHostAlloc(&p, size, flags); }) || !p) {
         return {nullptr, 0};
     }
     return {p, size};
@@ -450,6 +455,39 @@ void pinned_release(std::pair<void *, size_t> block) {
 // 10.057-10.073 against 10.092-10.127, p83 1.100-1.102 against 1.101-1.106.
 void copy_to_host_and_wait(void *host, uint64_t device_ptr, size_t bytes) {
     copy_rows_to_host_and_wait(host, device_ptr, bytes, bytes, 1);
+}
+
+bool write_to_host_and_wait(void *host, size_t bytes, const std::function<void(uint64_t)> &queue) {
+    require_usable("write to host");
+    Driver &d = driver();
+    if (!d.cuMemHostGetDevicePointer) return false;
+    void *stream = tl_stream;
+    const int device = tl_device;
+    const std::pair<void *, size_t> block = pinned_acquire(device, bytes);
+    if (!block.first) return false;
+    uint64_t address = 0;
+    if (with_context(device, [&] { return d.cuMemHostGetDevicePointer(&address, block.first, 0); }) ||
+        !address) {
+        pinned_release(block);
+        return false;
+    }
+    auto wait = [&] { return with_context(device, [&] { return d.cuStreamSynchronize(stream); }); };
+    try {
+        queue(address);
+    } catch (...) {
+        // Whatever was queued may still write the block: it goes back to the free list only
+        // once the stream is idle (or never, if even that fails).
+        if (!wait()) pinned_release(block);
+        throw;
+    }
+    const CUresult r = wait();
+    if (!r) {
+        std::memcpy(host, block.first, bytes);
+        pinned_release(block);
+    }
+    check(r, "CUDA device " + std::to_string(device) + ", stream " + pointer_string(stream) +
+                 ": waiting for " + std::to_string(bytes) + " bytes written to host memory");
+    return true;
 }
 
 void copy_rows_to_host_and_wait(void *host, uint64_t device_ptr, size_t pitch, size_t row_bytes,

@@ -26,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace fusedconv::cuda {
@@ -79,6 +80,13 @@ void copy_to_host_and_wait(void *host, uint64_t device_ptr, size_t bytes);
 // device (pitch >= row_bytes), packed on the host: one strided copy.
 void copy_rows_to_host_and_wait(void *host, uint64_t device_ptr, size_t pitch, size_t row_bytes,
                                 size_t rows);
+
+// Writes to the host without a copy: `queue(address)` queues work on the
+// current stream that writes at most `bytes` at `address`, the device's view
+// of a page-locked host block; this then waits for that stream (only) and
+// copies the block's bytes to `host`. Returns false, having queued nothing,
+// when the driver gives no such block (the caller then copies instead).
+bool write_to_host_and_wait(void *host, size_t bytes, const std::function<void(uint64_t)> &queue);
 
 // Copies `bytes` between two GPUs' memory peer to peer (NVLink or PCIe; the
 // driver stages through the host only where the hardware has no peer path)
