@@ -95,7 +95,8 @@ void drain(int device, void *in_stream, void *out_stream) noexcept {
 uint64_t device_address(const Tensor &t) { return reinterpret_cast<uint64_t>(t.device_data()); }
 size_t byte_size(const Tensor &t) { return static_cast<size_t>(t.numel()) * sizeof(float); }
 
-// The events of one shard's copies, destroyed with it.
+// The events of one shard's copies in, each waited for later by its piece's
+// forward, destroyed with the shard.
 class ShardEvents {
 public:
     explicit ShardEvents(int device) : device_(device) {}
@@ -147,7 +148,7 @@ void run_shard(Model &m, const Tensor &input, Tensor &output, std::pair<int64_t,
         if (pull) {
             // local_in's storage may come from the allocation cache of the
             // legacy stream, where work of an earlier call may still read it.
-            cuda::stream_wait_event(device, in_stream, events.record(nullptr));
+            cuda::stream_wait_stream(device, in_stream, nullptr);
             for (const auto &p : pieces) {
                 const Tensor src = in.batch_range(p.first, p.second);
                 const Tensor dst = local_in.batch_range(p.first, p.second);
@@ -162,7 +163,7 @@ void run_shard(Model &m, const Tensor &input, Tensor &output, std::pair<int64_t,
             Tensor piece_out = local_out.batch_range(p.first, p.second);
             m.forward_into(local_in.batch_range(p.first, p.second), piece_out);
             if (push) {
-                cuda::stream_wait_event(device, out_stream, events.record(nullptr));
+                cuda::stream_wait_stream(device, out_stream, nullptr);
                 const Tensor dst = out.batch_range(p.first, p.second);
                 cuda::copy_peer_async(out_stream, device, out.device_index(), device_address(dst),
                                       device, device_address(piece_out), byte_size(piece_out));
