@@ -555,6 +555,23 @@ std::string peer_copy_what(int src_device, int dst_device, size_t bytes) {
            std::to_string(src_device) + " to device " + std::to_string(dst_device);
 }
 
+// A non-blocking stream of `device` kept in `streams` under `key` (guarded by
+// `mutex`), created on first use and kept for the process's life; `what`
+// names it in the driver's error.
+template <typename Key>
+CUstream kept_stream(std::map<Key, CUstream> &streams, std::mutex &mutex, const Key &key,
+                     int device, const char *what) {
+    auto create = require_entry(driver().cuStreamCreate, "cuStreamCreate");
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = streams.find(key);
+    if (it != streams.end()) return it->second;
+    CUstream s = nullptr;
+    check(with_context(device, [&] { return create(&s, kStreamNonBlocking); }),
+          "CUDA device " + std::to_string(device) + ": cuStreamCreate (" + what + ")");
+    streams[key] = s;
+    return s;
+}
+
 }  // namespace
 
 int sm_count(int device) {
@@ -565,15 +582,7 @@ int sm_count(int device) {
 void *side_stream(int device) {
     check_device(device, "side stream");
     Driver &d = driver();
-    auto create = require_entry(d.cuStreamCreate, "cuStreamCreate");
-    std::lock_guard<std::mutex> lock(d.side_mutex);
-    auto it = d.side_streams.find(device);
-    if (it != d.side_streams.end()) return it->second;
-    CUstream s = nullptr;
-    check(with_context(device, [&] { return create(&s, kStreamNonBlocking); }),
-          "CUDA device " + std::to_string(device) + ": cuStreamCreate (side stream)");
-    d.side_streams[device] = s;
-    return s;
+    return kept_stream(d.side_streams, d.side_mutex, device, device, "side stream");
 }
 
 // A peer copy on a blocking stream (the legacy default stream included) was
@@ -588,15 +597,7 @@ void *copy_stream(int device, int lane) {
                     std::to_string(lane) + " (0 or 1)");
     }
     Driver &d = driver();
-    auto create = require_entry(d.cuStreamCreate, "cuStreamCreate");
-    std::lock_guard<std::mutex> lock(d.peer_mutex);
-    auto it = d.copy_streams.find({device, lane});
-    if (it != d.copy_streams.end()) return it->second;
-    CUstream s = nullptr;
-    check(with_context(device, [&] { return create(&s, kStreamNonBlocking); }),
-          "CUDA device " + std::to_string(device) + ": cuStreamCreate (peer copies)");
-    d.copy_streams[{device, lane}] = s;
-    return s;
+    return kept_stream(d.copy_streams, d.peer_mutex, {device, lane}, device, "peer copies");
 }
 
 void copy_peer_async(void *stream, int stream_device, int dst_device, uint64_t dst,
