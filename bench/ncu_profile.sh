@@ -14,7 +14,18 @@ if [ $# -lt 2 ] || [ $# -gt 3 ]; then
 fi
 bench=$1 out=$2 problems=${3:-p24,p25,p32,p83}
 here=$(cd "$(dirname "$0")" && pwd)
-metrics=$(python3 -c "import sys; sys.path.insert(0, '$here'); import ncu_table; print(','.join(ncu_table.REQUIRED))")
+table() { python3 -c "import sys; sys.path.insert(0, '$here'); import ncu_table; print(' '.join(ncu_table.$1))"; }
+metrics=$(table REQUIRED | tr ' ' ',')
+# A metric is known when its full name or its base name (before the first '.') is listed.
+known=$( { ncu --query-metrics; ncu --query-metrics --query-metrics-mode all; } 2>/dev/null |
+        awk '{print $1}' | sort -u)
+for m in $(table OPTIONAL); do
+    if grep -qxF -e "$m" -e "${m%%.*}" <<< "$known"; then
+        metrics+=",$m"
+    else
+        echo "ncu_profile.sh: this ncu does not list $m; left out" >&2
+    fi
+done
 : > "$out"
 for p in ${problems//,/ }; do
     echo "# problem: $p" >> "$out"

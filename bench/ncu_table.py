@@ -15,6 +15,10 @@ skipped. Needed metrics, per kernel launch:
   smsp__issue_active.avg.pct_of_peak_sustained_active,
   sm__warps_active.avg.pct_of_peak_sustained_active
 
+and, where the profile has them (OPTIONAL below), the L1 and L2 throughput, the tensor pipe
+and the stall reasons, from which the table names each kernel's busiest unit and its largest
+stalls.
+
 FLOP counts an FFMA as 2 and an FADD or FMUL as 1 (float32 instructions executed by
 threads whose predicate is on). The peaks (the device's float32 FMA rate and DRAM
 bandwidth; fusedconv_bench prints them as its "ceilings") only scale the two percentage
@@ -38,6 +42,23 @@ FMA_PIPE = "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"
 ISSUE = "smsp__issue_active.avg.pct_of_peak_sustained_active"
 WARPS = "sm__warps_active.avg.pct_of_peak_sustained_active"
 REQUIRED = [TIME, DRAM, REGS, FFMA, FADD, FMUL, FMA_PIPE, ISSUE, WARPS]
+
+# Read where the profile has them (ncu_profile.sh asks for those its ncu knows; the committed
+# H100 profile predates them): the cache levels' throughput, the tensor pipe (mma.sync and
+# Hopper's wgmma count in different metrics; the table takes the largest present), and the
+# cycles a warp spends stalled on each reason per instruction it issues.
+L1 = "l1tex__throughput.avg.pct_of_peak_sustained_active"
+L2 = "lts__throughput.avg.pct_of_peak_sustained_elapsed"
+TENSOR = ["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+          "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+          "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"]
+STALL_REASONS = ["long_scoreboard", "short_scoreboard", "wait", "barrier", "math_pipe_throttle",
+                 "mio_throttle", "lg_throttle", "tex_throttle", "not_selected", "dispatch_stall",
+                 "no_instruction", "branch_resolving", "membar", "drain", "imc_miss", "misc",
+                 "sleeping"]
+STALLS = {r: f"smsp__average_warp_latency_issue_stalled_{r}.ratio" for r in STALL_REASONS}
+OPTIONAL = [L1, L2] + TENSOR + list(STALLS.values())
+TOP_STALLS = 3  # reasons shown per kernel
 
 # Units ncu may print (with or without --print-units base), to seconds and bytes.
 TIME_UNITS = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3,
@@ -77,6 +98,14 @@ def read_sections(text):
         else:
             table = None  # the program's own output ends a table
     return sections
+
+
+def optional(row, col, metric, where):
+    """An optional metric's value, None where the table has no such column (or ncu printed
+    "n/a" for it)."""
+    if metric not in col or row[col[metric]].strip() in ("", "n/a"):
+        return None
+    return number(row[col[metric]], where)
 
 
 def table_unit(units, metric, default, known, what, where):
@@ -129,6 +158,12 @@ def parse(text):
                 "fma_pipe_pct": number(row[col[FMA_PIPE]], where),
                 "issue_pct": number(row[col[ISSUE]], where),
                 "warps_pct": number(row[col[WARPS]], where),
+                "l1_pct": optional(row, col, L1, where),
+                "l2_pct": optional(row, col, L2, where),
+                "tensor_pct": max((v for v in (optional(row, col, m, where) for m in TENSOR)
+                                   if v is not None), default=None),
+                "stalls": {r: v for r, v in ((r, optional(row, col, m, where))
+                                             for r, m in STALLS.items()) if v is not None},
             })
     if not launches:
         raise ProfileError("no kernel launches found (no '# problem:' line followed by an "
@@ -155,18 +190,41 @@ def short_name(kernel):
     return re.sub(r"___block_id_[xyz](__\d+)?$", "", name)
 
 
+def busiest(k, dram_pct):
+    """The unit nearest its peak: issue slots, FMA or tensor pipe, L1, L2 or DRAM (a kernel far
+    from every peak is held by latency: its stalls say on what)."""
+    units = {"issue": k["issue_pct"], "FMA pipe": k["fma_pipe_pct"], "tensor pipe": k["tensor_pct"],
+             "L1": k["l1_pct"], "L2": k["l2_pct"], "DRAM": dram_pct}
+    name, pct = max(((n, v) for n, v in units.items() if v is not None), key=lambda nv: nv[1])
+    return f"{name} {pct:.0f}%"
+
+
+def top_stalls(k):
+    """The largest stall reasons, in cycles per issued instruction."""
+    top = sorted(k["stalls"].items(), key=lambda rv: -rv[1])[:TOP_STALLS]
+    return ", ".join(f"{r} {v:.2f}" for r, v in top) if top else "—"
+
+
+def pct(v):
+    return "—" if v is None else f"{v:.1f}"
+
+
 def table(launches, peak_tflops, peak_gbps):
     out = ["| problem | kernel | grid | block | registers | time (us) | GFLOP/s | % of FP32 peak "
-           "| DRAM GB/s | % of DRAM peak | FMA pipe % | issue % | warps active % |",
-           "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "| DRAM GB/s | % of DRAM peak | FMA pipe % | issue % | warps active % | tensor pipe % "
+           "| L1 % | L2 % | busiest unit | top stalls (cycles per issue) |",
+           "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for k in launches:
         gflops = k["flop"] / k["seconds"] / 1e9
         gbps = k["dram_bytes"] / k["seconds"] / 1e9
+        dram_pct = 100 * gbps / peak_gbps
         out.append(
             f"| {k['problem']} | `{short_name(k['kernel'])}` | {k['grid']} | {k['block']} "
             f"| {k['registers']} | {k['seconds'] * 1e6:.1f} | {gflops:.0f} "
-            f"| {100 * gflops / (peak_tflops * 1e3):.1f} | {gbps:.0f} | {100 * gbps / peak_gbps:.1f} "
-            f"| {k['fma_pipe_pct']:.1f} | {k['issue_pct']:.1f} | {k['warps_pct']:.1f} |")
+            f"| {100 * gflops / (peak_tflops * 1e3):.1f} | {gbps:.0f} | {dram_pct:.1f} "
+            f"| {k['fma_pipe_pct']:.1f} | {k['issue_pct']:.1f} | {k['warps_pct']:.1f} "
+            f"| {pct(k['tensor_pct'])} | {pct(k['l1_pct'])} | {pct(k['l2_pct'])} "
+            f"| {busiest(k, dram_pct)} | {top_stalls(k)} |")
     return "\n".join(out) + "\n"
 
 

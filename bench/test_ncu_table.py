@@ -63,6 +63,37 @@ class Parse(unittest.TestCase):
         self.assertIn("| `output_s0_c_cn` |", lines[3])
         self.assertIn("| 250.0 | 0 | 0.0 | 3456 | 78.4 |", lines[3])
 
+    def test_optional_metrics_name_the_busiest_unit_and_the_largest_stalls(self):
+        names = [ncu_table.L1, ncu_table.L2, ncu_table.TENSOR[1], ncu_table.TENSOR[2],
+                 ncu_table.STALLS["wait"], ncu_table.STALLS["barrier"],
+                 ncu_table.STALLS["long_scoreboard"], ncu_table.STALLS["not_selected"]]
+        header = HEADER + "," + ",".join(f'"{n}"' for n in names)
+        units = UNITS + "," + ",".join(['"%"'] * 4 + ['"ratio"'] * 4)
+        text = "\n".join([
+            "# problem: p32", header, units,
+            # tensor pipe: the larger of the two (hmma 35, gmma n/a); L2 the busiest unit
+            launch(0, "tc", "1000", "0", pipe=5.0, issue=46.0) + ',"54","61","35","n/a",'
+            '"1.2","1.09","0.35","0.68"',
+            # DRAM (3.6 TB/s of 4.0) beats every other unit
+            launch(1, "out", "1000", "3600000", issue=50.0) + ',"40","60","0","0",'
+            '"0","0","4.5","0.1"',
+        ])
+        ks = ncu_table.parse(text)
+        self.assertEqual(ks[0]["tensor_pct"], 35.0)
+        self.assertEqual(ks[0]["stalls"]["not_selected"], 0.68)
+        lines = ncu_table.table(ks, peak_tflops=60.0, peak_gbps=4000.0).splitlines()
+        self.assertIn("| 35.0 | 54.0 | 61.0 | L2 61% | wait 1.20, barrier 1.09, not_selected 0.68 |",
+                      lines[2])
+        self.assertIn("| DRAM 90% | long_scoreboard 4.50, not_selected 0.10, wait 0.00 |", lines[3])
+
+    def test_profiles_without_the_optional_metrics_leave_their_columns_empty(self):
+        ks = ncu_table.parse("\n".join(["# problem: p24", HEADER, UNITS,
+                                        launch(0, "k", "1000", "0", pipe=7.0, issue=9.0)]))
+        self.assertIsNone(ks[0]["l1_pct"])
+        self.assertEqual(ks[0]["stalls"], {})
+        line = ncu_table.table(ks, peak_tflops=60.0, peak_gbps=4000.0).splitlines()[2]
+        self.assertTrue(line.endswith("| — | — | — | issue 9% | — |"), line)
+
     def test_each_kernel_once_by_its_last_launch(self):
         ks = ncu_table.parse("\n".join([
             "# problem: p25", HEADER, UNITS,
