@@ -16,8 +16,8 @@ skipped. Needed metrics, per kernel launch:
   sm__warps_active.avg.pct_of_peak_sustained_active
 
 and, where the profile has them (OPTIONAL below), the L1 and L2 throughput, the tensor pipe
-and the stall reasons, from which the table names each kernel's busiest unit and its largest
-stalls.
+and the warps' stalled cycles by reason, from which the table names each kernel's busiest unit
+and its largest stall reasons.
 
 FLOP counts an FFMA as 2 and an FADD or FMUL as 1 (float32 instructions executed by
 threads whose predicate is on). The peaks (the device's float32 FMA rate and DRAM
@@ -46,7 +46,8 @@ REQUIRED = [TIME, DRAM, REGS, FFMA, FADD, FMUL, FMA_PIPE, ISSUE, WARPS]
 # Read where the profile has them (ncu_profile.sh asks for those its ncu knows; the committed
 # H100 profile predates them): the cache levels' throughput, the tensor pipe (mma.sync and
 # Hopper's wgmma count in different metrics; the table takes the largest present), and the
-# cycles a warp spends stalled on each reason per instruction it issues.
+# warps' stalled cycles by reason (ncu's average latency per warp; the table gives each
+# reason's share of their sum, which ranks them whatever the metric's normalization).
 L1 = "l1tex__throughput.avg.pct_of_peak_sustained_active"
 L2 = "lts__throughput.avg.pct_of_peak_sustained_elapsed"
 TENSOR = ["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
@@ -200,9 +201,12 @@ def busiest(k, dram_pct):
 
 
 def top_stalls(k):
-    """The largest stall reasons, in cycles per issued instruction."""
+    """The largest stall reasons, each as its share of the stalled cycles of all reasons."""
+    total = sum(k["stalls"].values())
+    if total <= 0:
+        return "—"
     top = sorted(k["stalls"].items(), key=lambda rv: -rv[1])[:TOP_STALLS]
-    return ", ".join(f"{r} {v:.2f}" for r, v in top) if top else "—"
+    return ", ".join(f"{r} {100 * v / total:.0f}%" for r, v in top)
 
 
 def pct(v):
@@ -212,7 +216,7 @@ def pct(v):
 def table(launches, peak_tflops, peak_gbps):
     out = ["| problem | kernel | grid | block | registers | time (us) | GFLOP/s | % of FP32 peak "
            "| DRAM GB/s | % of DRAM peak | FMA pipe % | issue % | warps active % | tensor pipe % "
-           "| L1 % | L2 % | busiest unit | top stalls (cycles per issue) |",
+           "| L1 % | L2 % | busiest unit | largest stalls (share of stalled cycles) |",
            "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for k in launches:
         gflops = k["flop"] / k["seconds"] / 1e9

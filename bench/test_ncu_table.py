@@ -64,6 +64,7 @@ class Parse(unittest.TestCase):
         self.assertIn("| 250.0 | 0 | 0.0 | 3456 | 78.4 |", lines[3])
 
     def test_optional_metrics_name_the_busiest_unit_and_the_largest_stalls(self):
+        # stalls 1.2 + 1.09 + 0.35 + 0.68 = 3.32: wait 36%, barrier 33%, not_selected 20%
         names = [ncu_table.L1, ncu_table.L2, ncu_table.TENSOR[1], ncu_table.TENSOR[2],
                  ncu_table.STALLS["wait"], ncu_table.STALLS["barrier"],
                  ncu_table.STALLS["long_scoreboard"], ncu_table.STALLS["not_selected"]]
@@ -82,9 +83,9 @@ class Parse(unittest.TestCase):
         self.assertEqual(ks[0]["tensor_pct"], 35.0)
         self.assertEqual(ks[0]["stalls"]["not_selected"], 0.68)
         lines = ncu_table.table(ks, peak_tflops=60.0, peak_gbps=4000.0).splitlines()
-        self.assertIn("| 35.0 | 54.0 | 61.0 | L2 61% | wait 1.20, barrier 1.09, not_selected 0.68 |",
+        self.assertIn("| 35.0 | 54.0 | 61.0 | L2 61% | wait 36%, barrier 33%, not_selected 20% |",
                       lines[2])
-        self.assertIn("| DRAM 90% | long_scoreboard 4.50, not_selected 0.10, wait 0.00 |", lines[3])
+        self.assertIn("| DRAM 90% | long_scoreboard 98%, not_selected 2%, wait 0% |", lines[3])
 
     def test_profiles_without_the_optional_metrics_leave_their_columns_empty(self):
         ks = ncu_table.parse("\n".join(["# problem: p24", HEADER, UNITS,
