@@ -141,7 +141,7 @@ TEST(MmaSplice, PresplitTakesAAsGivenAndImmediates) {
     EXPECT_EQ(count(out, "mov.b32 %tca4, %f18;"), 1);  // a_lo0 is operand 8
 }
 
-TEST(MmaSplice, WgmmaGroupOfTwelveBecomesOneSelfContainedStep) {
+TEST(MmaSplice, WgmmaGroupOfTwelveBecomesOneWaitedStep) {
     int groups = 0;
     std::vector<std::string> ops = operands(17);
     ops[16] = "1536";  // B's shared-memory address (step 1 of p24's weights)
