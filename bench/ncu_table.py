@@ -161,10 +161,11 @@ def parse(text):
                 "warps_pct": number(row[col[WARPS]], where),
                 "l1_pct": optional(row, col, L1, where),
                 "l2_pct": optional(row, col, L2, where),
-                "tensor_pct": max((v for v in (optional(row, col, m, where) for m in TENSOR)
-                                   if v is not None), default=None),
-                "stalls": {r: v for r, v in ((r, optional(row, col, m, where))
-                                             for r, m in STALLS.items()) if v is not None},
+                "tensor_pct": max((v for m in TENSOR
+                                   if (v := optional(row, col, m, where)) is not None),
+                                  default=None),
+                "stalls": {r: v for r, m in STALLS.items()
+                           if (v := optional(row, col, m, where)) is not None},
             })
     if not launches:
         raise ProfileError("no kernel launches found (no '# problem:' line followed by an "
